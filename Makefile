@@ -1,0 +1,47 @@
+# Every target bootstraps what it needs: a fresh clone runs `make demo` or `make test` directly.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+CLAUDE_VERSION := 2.1.197
+CLAUDE := .tools/claude/node_modules/.bin/claude
+
+.PHONY: install claude-cli test test-fast demo lint bench clean
+
+install: $(STAMP) claude-cli
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+# The real claude CLI, pinned, project-local. Without npm the claude_cli tests say why they skip.
+claude-cli: $(CLAUDE)
+
+$(CLAUDE):
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --prefix .tools/claude --no-audit --no-fund --loglevel=error \
+	    @anthropic-ai/claude-code@$(CLAUDE_VERSION); \
+	else echo "npm not found: skipping the claude CLI (HARNESS_RUNTIME=anthropic still works)"; fi
+
+# pytest exits 5 when it collected nothing: that is a broken suite, never a pass.
+test: install
+	@$(BIN)/pytest -q; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not slow"
+
+demo: install
+	$(BIN)/harness demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check harness_cli tests bench
+	$(BIN)/ruff format --check harness_cli tests bench
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+from harness_cli.cli import main
+
+main()

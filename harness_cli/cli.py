@@ -1,0 +1,197 @@
+"""The `harness` command: a lazy table of subcommands and the one error handler at the edge.
+
+`poll-slack` runs every minute from cron, so start-up must stay cheap: the table below names
+each subcommand's module, and a module is imported only when its subcommand runs (or when its
+own ``--help`` is asked for). Nothing here imports an SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from harness_cli import errors
+from harness_cli.output import OPTIONS
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the subcommand table: module under ``harness_cli.commands`` (None = not built
+    yet) and the one-line help shown by ``harness --help``."""
+
+    module: str | None
+    help: str
+
+
+# Order is the order `harness --help` lists them: the flow of one ticket, then the operator's
+# tools, then the machinery.
+COMMANDS: dict[str, Entry] = {
+    "poll-slack": Entry(None, "One Slack poll cycle: new tickets, thread replies, admin commands."),
+    "listen": Entry(None, "Socket Mode listener (long-running, optional)."),
+    "investigate": Entry(None, "Run the gated investigation loop on a case."),
+    "review": Entry(None, "Adversarial review (D1-D15) and red-team review (G5) of a case."),
+    "followup": Entry(None, "Answer the operator's newest replies in a case thread."),
+    "dev-agent": Entry(None, "Hands-on code work in the case's worktree; push; open/update the MR."),
+    "mr-monitor": Entry(None, "One cycle over monitored MRs: CI, reviewer notes, merges."),
+    "consolidate": Entry(None, "Consolidate transcripts into TASK.md (guarded)."),
+    "finalize": Entry(None, "Roll an idle case's gap reports into one MR against the harness."),
+    "gap-patterns": Entry(None, "Cluster gap reports across cases into recurring failure modes."),
+    "kb-update": Entry(None, "Tally failure modes per project into SOP suggestions."),
+    "mcp-watch": Entry(None, "One health cycle over the MCP servers in mcp.json."),
+    "admin": Entry(None, 'Run one admin command line, e.g. harness admin "oncall status".'),
+    "case": Entry("case", "The case registry: new, list, show, register-thread, close, migrate."),
+    "status": Entry(None, "Report pause state, open cases and monitored MRs."),
+    "pause": Entry(None, "Pause automatic dispatch (optionally for a DURATION)."),
+    "resume": Entry(None, "End a pause."),
+    "gates": Entry(None, "Evaluate the quality gates on a completion report."),
+    "sandbox": Entry("sandbox", "Start the local Slack, GitLab and Anthropic emulators."),
+    "demo": Entry("demo", "One whole ticket on the sandbox, offline."),
+    "doctor": Entry("doctor", "Check config, tokens, services and the machine."),
+    "init": Entry("init", "Create HARNESS_HOME, the workspace repo and a starter config."),
+}
+
+# Workflows are what dispatch() starts; each accepts --payload FILE and runs under a
+# per-(workflow, case) lock.
+WORKFLOWS = frozenset(
+    {"investigate", "review", "followup", "dev-agent", "consolidate", "finalize"}
+)
+
+
+def _usage() -> str:
+    width = max(len(name) for name in COMMANDS) + 2
+    rows = "\n".join(
+        f"  {name:<{width}}{entry.help}{'' if entry.module else '  [not built yet]'}"
+        for name, entry in COMMANDS.items()
+    )
+    return (
+        "Usage: harness [--json] [-v] COMMAND [ARGS]...\n\n"
+        "harness — Slack tickets in, investigated and merged GitLab MRs out.\n\n"
+        "Options (also accepted after the command):\n"
+        "  --json         Machine-readable output on stdout.\n"
+        "  -v, --verbose  Debug logs, and tracebacks for expected errors.\n"
+        "  --version      Print the version.\n"
+        "  -h, --help     Show this message.\n\n"
+        f"Commands:\n{rows}\n\n"
+        "Run `harness COMMAND --help` for a command's options.\n"
+    )
+
+
+def _lift_global_options(argv: list[str]) -> list[str]:
+    """Accept --json/-v anywhere before ``--`` (``harness case list --json`` is what scripts
+    write), by lifting them off argv before the subcommand parses it."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            out.extend(argv[i:])
+            break
+        if arg == "--json":
+            OPTIONS.json = True
+        elif arg in ("-v", "--verbose"):
+            OPTIONS.verbose = True
+        else:
+            out.append(arg)
+    return out
+
+
+def run(argv: Sequence[str]) -> int:
+    """Run one command line in-process and return its exit code (the inline dispatcher and
+    tests use this; ``main`` wraps it for the console script)."""
+    saved = (OPTIONS.json, OPTIONS.verbose)
+    OPTIONS.reset()
+    try:
+        return _run(_lift_global_options(list(argv)), list(argv))
+    finally:
+        OPTIONS.json, OPTIONS.verbose = saved
+
+
+def _run(args: list[str], argv: list[str]) -> int:
+    if not args or args[0] in ("-h", "--help"):
+        sys.stdout.write(_usage())
+        return errors.EXIT_OK if args else errors.EXIT_USAGE
+    if args[0] == "--version":
+        from harness_cli import __version__
+
+        sys.stdout.write(f"harness {__version__}\n")
+        return errors.EXIT_OK
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        import difflib
+
+        close = difflib.get_close_matches(name, COMMANDS, n=1)
+        sys.stderr.write(
+            f"harness: no command {name!r}"
+            + (f" — did you mean {close[0]!r}?" if close else "")
+            + " (see `harness --help`)\n"
+        )
+        return errors.EXIT_USAGE
+    try:
+        from harness_cli import logs
+
+        logs.setup_cli_logging(verbose=OPTIONS.verbose)
+        return _run_command(name, rest)
+    except errors.HarnessError as exc:
+        return _report(exc)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the edge: a bug becomes a crash log, not a trace
+        from harness_cli import crash
+
+        return crash.report(exc, argv=argv, verbose=OPTIONS.verbose)
+
+
+def _run_command(name: str, args: list[str]) -> int:
+    entry = COMMANDS[name]
+    if entry.module is None:
+        return _run_not_built(name, args)
+    module = importlib.import_module(f"harness_cli.commands.{entry.module}")
+    try:
+        module.app(args=args, prog_name=f"harness {name}", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return errors.EXIT_OK
+        return code if isinstance(code, int) else errors.EXIT_FAILED
+    return errors.EXIT_OK
+
+
+def _run_not_built(name: str, args: list[str]) -> int:
+    """Stands in for a capability a later issue builds. A workflow stub still goes through the
+    shared workflow path (payload validation, the per-case lock) before saying so."""
+    if "-h" in args or "--help" in args:
+        extra = " [CASE] [--payload FILE]" if name in WORKFLOWS else " [ARGS]..."
+        sys.stdout.write(
+            f"Usage: harness {name}{extra}\n\n{COMMANDS[name].help}\n\nNot built yet.\n"
+        )
+        return errors.EXIT_OK
+    if name in WORKFLOWS:
+        from harness_cli.commands import _workflow
+
+        payload = args[args.index("--payload") + 1] if "--payload" in args[:-1] else None
+        case_arg = next((a for a in args if not a.startswith("-") and a != payload), None)
+        with _workflow.running(_workflow.resolve(name, case_arg, payload)):
+            pass
+    raise errors.NotBuilt(
+        f"{name} is not built yet", hint="see the open issues for the capability that provides it"
+    )
+
+
+def _report(exc: errors.HarnessError) -> int:
+    from harness_cli.logs import redact
+
+    if OPTIONS.verbose:
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    line = redact(exc.line())
+    if OPTIONS.json:
+        import json
+
+        kind = type(exc).__name__
+        sys.stdout.write(json.dumps({"ok": False, "error": kind, "message": line}) + "\n")
+    sys.stderr.write(f"harness: {line}\n")
+    return exc.exit_code
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[1:]))

@@ -1,0 +1,43 @@
+"""What every workflow subcommand shares: the case from ``CASE`` or ``--payload FILE``, and the
+per-(workflow, case) lock that makes a second concurrent start exit 3."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness_cli.dispatch import Payload, load_payload
+from harness_cli.errors import InputError
+from harness_cli.state.locks import workflow_lock
+from harness_cli.workspace.case import validate_case_id
+
+
+@dataclass
+class Invocation:
+    workflow: str
+    case_id: str
+    payload: Payload | None
+
+
+def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> Invocation:
+    payload = load_payload(Path(payload_file)) if payload_file else None
+    if payload is not None and payload.workflow != workflow:
+        raise InputError(
+            f"{payload_file} is a {payload.workflow} payload, not {workflow}",
+            hint=f"run `harness {payload.workflow} --payload {payload_file}`",
+        )
+    case_id = case_arg or (payload.case_id if payload else None)
+    if not case_id:
+        raise InputError(f"{workflow} needs a CASE or --payload FILE",
+                         hint=f"e.g. harness {workflow} AAA-123")
+    if payload is not None and case_arg and case_arg != payload.case_id:
+        raise InputError(f"CASE {case_arg} does not match the payload's case {payload.case_id}")
+    return Invocation(workflow, validate_case_id(case_id), payload)
+
+
+@contextmanager
+def running(inv: Invocation) -> Iterator[Invocation]:
+    with workflow_lock(inv.workflow, inv.case_id):  # type: ignore[attr-defined]
+        yield inv

@@ -1,0 +1,152 @@
+"""harness case new|list|show|register-thread|close|migrate — the case registry by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from harness_cli import paths
+from harness_cli.commands import new_app
+from harness_cli.output import emit
+from harness_cli.result import Result
+
+app = new_app("The case registry.", no_args_is_help=True)
+
+
+@app.command("new")
+def new(
+    project: str = typer.Option(..., "--project", "-p", help="Project name from projects.yaml."),
+    title: str = typer.Option(..., "--title", "-t", help="One-line title of the case."),
+    case_id: str | None = typer.Option(None, "--id", help="Case id (default: Jira key or stamp)."),
+    text: Path | None = typer.Option(
+        None, "--text", help="File with the ticket text (e.g. a Jira description).", exists=True,
+        dir_okay=False, readable=True,
+    ),
+    kind: str = typer.Option("oncall", "--kind", help="oncall (investigation) or task."),
+) -> None:
+    """Open a case by hand, e.g. from a Jira ticket."""
+    from harness_cli.config import all_jira_prefixes, extract_jira_key, load_config
+    from harness_cli.errors import InputError
+    from harness_cli.workspace import registry
+    from harness_cli.workspace.case import derive_case_id
+
+    cfg = load_config()
+    if project not in cfg.projects.projects:
+        raise InputError(
+            f"unknown project {project!r}",
+            hint=f"one of: {', '.join(cfg.projects.projects)} (agent-config/projects.yaml)",
+        )
+    if kind not in ("oncall", "task"):
+        raise InputError(f"--kind {kind!r} is not oncall or task")
+    body = text.read_text(encoding="utf-8") if text else title
+    jira = extract_jira_key(f"{title}\n{body}", all_jira_prefixes(cfg.projects))
+    cid = case_id or derive_case_id(jira=jira, channel=None, ts=None)
+    opened = registry.open_case(
+        cfg.harness.thresholds, case_id=cid, project=project, title=title, kind=kind, jira=jira,
+        message={"text": body, "source": "manual"},
+    )
+    result = Result("case new", data={"case_id": cid, "case_dir": str(opened.dir),
+                                      "created": opened.created})
+    if opened.created:
+        result.changed.append(f"opened case {cid} ({project}) in {opened.dir}")
+    else:
+        result.skipped.append(f"case {cid} already exists ({opened.case.status})")
+    emit(result)
+
+
+@app.command("list")
+def list_(
+    status: str | None = typer.Option(None, "--status", help="Only cases in this status."),
+    project: str | None = typer.Option(None, "--project", "-p", help="Only this project."),
+) -> None:
+    """List cases, newest first."""
+    from harness_cli.workspace.registry import list_cases
+
+    cases = list_cases(status=status, project=project)
+    result = Result("case list", data=cases, columns=["case", "project", "status", "title"])
+    result.rows = [[c["id"], c["project"] or "", c["status"] or "", c["title"] or ""]
+                   for c in cases]
+    if not cases:
+        result.messages.append(f"no cases in {paths.cases_root()}")
+    emit(result)
+
+
+@app.command("show")
+def show(case_id: str = typer.Argument(..., help="The case id.")) -> None:
+    """Show one case: its record, files and threads."""
+    from harness_cli.state import files
+    from harness_cli.workspace.registry import case_dir, load_case
+
+    case = load_case(case_id)
+    folder = case_dir(case_id)
+    threads = [t.model_dump() for t in files.thread_map(case.kind).read().for_case(case_id)]
+    data = {**case.model_dump(mode="json", by_alias=True), "case_dir": str(folder),
+            "files": sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()),
+            "threads": threads}
+    result = Result("case show", data=data)
+    result.messages.append(json.dumps(data, indent=2))
+    emit(result)
+
+
+@app.command("register-thread")
+def register_thread(
+    case_id: str = typer.Argument(..., help="The case id."),
+    channel: str = typer.Option(..., "--channel", help="Slack channel id of the thread."),
+    thread_ts: str = typer.Option(..., "--thread-ts", help="ts of the thread's parent message."),
+) -> None:
+    """Link a Slack thread to a case by hand."""
+    from harness_cli.workspace.registry import load_case
+    from harness_cli.workspace.registry import register_thread as link
+
+    case = load_case(case_id)
+    result = Result("case register-thread", data={"case_id": case_id, "channel": channel,
+                                                   "thread_ts": thread_ts})
+    if link(case, channel=channel, thread_ts=thread_ts, role="manual"):
+        result.changed.append(f"thread {channel}/{thread_ts} → case {case_id}")
+    else:
+        result.skipped.append(f"thread {channel}/{thread_ts} already linked to {case_id}")
+    emit(result)
+
+
+@app.command("close")
+def close(
+    case_id: str = typer.Argument(..., help="The case id."),
+    reason: str = typer.Option("", "--reason", help="Why, for the case history."),
+) -> None:
+    """Mark a case finished: its threads stop being polled."""
+    from harness_cli.config import load_config
+    from harness_cli.workspace.registry import close_threads, update_case
+
+    cfg = load_config()
+    with update_case(case_id, cfg.harness.thresholds, "closed") as case:
+        moved = case.move("closed", by="operator", note=reason)
+    closed_threads = close_threads(case)
+    result = Result("case close", data={"case_id": case_id, "threads_closed": closed_threads})
+    if moved:
+        result.changed.append(f"closed case {case_id}")
+    else:
+        result.skipped.append(f"case {case_id} is already closed")
+    emit(result)
+
+
+@app.command("migrate")
+def migrate(
+    to: Path = typer.Option(..., "--to", help="The new workspace root."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Report what would change."),
+) -> None:
+    """Move the workspace root and rewrite the absolute case paths in the thread maps."""
+    from harness_cli.workspace.migrate import migrate_workspace
+
+    done = migrate_workspace(paths.workspace(), to, dry_run=dry_run)
+    result = Result("case migrate", data={"old": str(done.old), "new": str(done.new),
+                                           "moved": done.moved, "rewritten": done.rewritten,
+                                           "dry_run": dry_run})
+    verb = "would move" if dry_run else "moved"
+    if done.moved:
+        result.changed.append(f"{verb} {done.old} → {done.new}")
+    for name, count in done.rewritten.items():
+        result.changed.append(f"{name}: {count} path(s) {'to rewrite' if dry_run else 'rewritten'}")
+    result.messages.append(f"now set HARNESS_WORKSPACE={done.new} for every cron line")
+    emit(result)

@@ -1,0 +1,103 @@
+"""harness init — create HARNESS_HOME, the workspace repo (optionally with a remote) and a
+starter config. Safe to re-run: what exists is reported as skipped, never overwritten."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from harness_cli import paths
+from harness_cli.commands import new_app
+from harness_cli.output import emit
+from harness_cli.result import Result
+
+app = new_app("Create HARNESS_HOME, the workspace repo and a starter config.")
+
+STARTER_HARNESS = """\
+# harness.yaml — see the README for every key. Unknown keys are an error.
+schema_version: 1
+operator:
+  slack_user_id: {user}      # only this user's "admin: …" messages are obeyed
+  self_dm_channel: {dm}      # the operator's self-DM: admin commands in, case threads out
+outbound_allowlist: [{dm}]   # the only channels the harness may post to
+auto_monitor: true
+"""
+
+STARTER_PROJECTS = """\
+# projects.yaml — one entry per team. Routing: Jira prefix, then Slack channel, then default.
+schema_version: 1
+default_project: {project}
+projects:
+  {project}:
+    sop: "{project}/SOP.md"
+    kb: "{project}/KNOWLEDGE-BASE.md"
+    dfr_threads_dir: "{project}/threads"
+    task_dir: "task-workspaces"
+    slack_channels: [{channels}]
+    jira_prefixes: [{prefixes}]
+    repos: [{repos}]
+"""
+
+
+def _csv(values: list[str]) -> str:
+    return ", ".join(f'"{v}"' for v in values)
+
+
+@app.command()
+def init(
+    remote: str | None = typer.Option(None, "--remote", help="Git remote of the workspace repo."),
+    slack_user: str = typer.Option("U0OPERATOR", "--slack-user", help="Operator's Slack id."),
+    self_dm: str = typer.Option("D0SELF", "--self-dm", help="Operator's self-DM channel id."),
+    project: str = typer.Option("team-a", "--project", help="First project's name."),
+    channel: list[str] = typer.Option([], "--channel", help="Support channel id (repeatable)."),
+    jira_prefix: list[str] = typer.Option([], "--jira-prefix", help="Jira prefix (repeatable)."),
+    repo: list[str] = typer.Option([], "--repo", help="GitLab project path (repeatable)."),
+) -> None:
+    """Create what a fresh machine needs; report what already exists as skipped."""
+    from harness_cli.config import load_config
+    from harness_cli.workspace import gitsync
+
+    result = Result("init")
+    home = paths.home()
+    for sub in (home, paths.logs_dir(), paths.locks_dir(), paths.payloads_dir()):
+        if sub.is_dir():
+            result.skipped.append(f"{sub} exists")
+        else:
+            sub.mkdir(parents=True)
+            result.changed.append(f"created {sub}")
+
+    workspace = paths.workspace()
+    if (workspace / ".git").exists():
+        result.skipped.append(f"workspace repo {workspace} exists")
+    else:
+        gitsync.ensure_repo(workspace, remote_url=remote, lock_dir=paths.locks_dir())
+        result.changed.append(f"workspace repo {workspace}" + (f" (remote {remote})" if remote
+                                                               else " (local only)"))
+
+    config = paths.config_dir()
+    written = _write_starter(config, {
+        "harness.yaml": STARTER_HARNESS.format(user=slack_user, dm=self_dm),
+        "projects.yaml": STARTER_PROJECTS.format(
+            project=project, channels=_csv(channel), prefixes=_csv(jira_prefix),
+            repos=_csv(repo)),
+        "mcp.json": '{\n  "mcpServers": {}\n}\n',
+    })
+    for name, created in written.items():
+        (result.changed if created else result.skipped).append(
+            f"{'wrote' if created else 'kept'} {config / name}")
+    load_config(config)  # a starter (or kept) config that does not load is an error now
+    result.data = {"home": str(home), "workspace": str(workspace), "config": str(config)}
+    result.messages.append("next: `harness doctor` checks tokens and services")
+    emit(result)
+
+
+def _write_starter(folder: Path, files: dict[str, str]) -> dict[str, bool]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written: dict[str, bool] = {}
+    for name, text in files.items():
+        target = folder / name
+        written[name] = not target.exists()
+        if written[name]:
+            target.write_text(text, encoding="utf-8")
+    return written

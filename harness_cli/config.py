@@ -1,0 +1,264 @@
+"""agent-config/: ``harness.yaml``, ``projects.yaml`` and ``mcp.json`` as pydantic models.
+
+Operators edit these files by hand, so the models forbid unknown keys (a typo is an error, not
+a silently ignored setting) and every error names the file, the line, the field and the fix.
+``resolve_project()`` routes a signal: Jira prefix, then Slack channel, then the default.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness_cli import paths
+from harness_cli.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Human(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Operator(_Human):
+    slack_user_id: str
+    """Only this user's ``admin: …`` messages are obeyed."""
+    self_dm_channel: str
+    """The operator's self-DM: admin commands in, case threads out."""
+    name: str = "operator"
+
+
+class Thresholds(_Human):
+    """The numbers behind the reference's rules. Each rule reads its number from here and
+    nowhere else; the code that applies it quotes the rule in its docstring."""
+
+    git_push_attempts: int = Field(3, ge=1)
+    """Workspace sync: a rejected push is fetched, rebased and retried this many times."""
+    stale_index_lock_seconds: float = Field(60.0, gt=0)
+    """A ``.git/index.lock`` older than this, with our workspace lock held, is a crash leftover."""
+    dedup_ttl_hours: float = Field(72.0, gt=0)
+    """socket-dedup: how long a seen message ts is remembered."""
+    dedup_max_entries: int = Field(20000, ge=100)
+    """socket-dedup: the set is bounded; the oldest entries go first."""
+    finalize_idle_hours: float = Field(4.0, gt=0)
+    """finalize: a case idle this long rolls its gap reports into one MR."""
+    lock_timeout_seconds: float = Field(30.0, gt=0)
+    """How long a read-modify-write waits for a state-file lock before giving up."""
+
+
+class HarnessConfig(_Human):
+    schema_version: int = 1
+    operator: Operator
+    outbound_allowlist: list[str] | None = None
+    """The only channels the harness may post to. Default: the operator's self-DM only."""
+    auto_monitor: bool = True
+    """New tickets start an investigation by themselves (``oncall-toggle`` flips it)."""
+    dispatch: Literal["systemd", "local", "inline", "record"] | None = None
+    """Overridden by ``HARNESS_DISPATCH``. Default: systemd if available, else local."""
+    runtime: Literal["claude-code", "anthropic"] = "claude-code"
+    """Overridden by ``HARNESS_RUNTIME``."""
+    model: str = "claude-sonnet-4-5"
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+
+    @property
+    def allowlist(self) -> list[str]:
+        if self.outbound_allowlist is None:
+            return [self.operator.self_dm_channel]
+        return self.outbound_allowlist
+
+
+class Project(_Human):
+    sop: str
+    kb: str
+    dfr_threads_dir: str = ""
+    task_dir: str = "task-workspaces"
+    slack_channels: list[str] = Field(default_factory=list)
+    jira_prefixes: list[str] = Field(default_factory=list)
+    repos: list[str] = Field(default_factory=list)
+    """GitLab project paths this project's fixes go to."""
+    auto_monitor: bool | None = None
+    """Per-project override of harness.yaml's ``auto_monitor``."""
+
+
+class ProjectsConfig(_Human):
+    schema_version: int = 1
+    default_project: str
+    projects: dict[str, Project]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProjectsConfig:
+        if self.default_project not in self.projects:
+            raise ValueError(
+                f"default_project {self.default_project!r} is not one of the projects "
+                f"({', '.join(self.projects) or 'none defined'})"
+            )
+        for attr in ("slack_channels", "jira_prefixes"):
+            owner: dict[str, str] = {}
+            for name, project in self.projects.items():
+                for value in getattr(project, attr):
+                    if value in owner:
+                        raise ValueError(
+                            f"{attr[:-1].replace('_', ' ')} {value!r} is claimed by both "
+                            f"{owner[value]!r} and {name!r}; routing must be unambiguous"
+                        )
+                    owner[value] = name
+        return self
+
+
+class McpServer(_Human):
+    type: Literal["stdio", "http", "sse"] | None = None
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _transport(self) -> McpServer:
+        if not self.command and not self.url:
+            raise ValueError("give either command (stdio) or url (http/sse)")
+        return self
+
+
+class McpConfig(_Human):
+    mcpServers: dict[str, McpServer] = Field(default_factory=dict)  # noqa: N815 - claude's name
+
+
+@dataclass(frozen=True)
+class Config:
+    dir: Path
+    harness: HarnessConfig
+    projects: ProjectsConfig
+    mcp: McpConfig
+
+
+def load_config(directory: Path | None = None) -> Config:
+    """Load and validate the whole agent-config folder; the first problem raises ConfigError."""
+    directory = directory or paths.config_dir()
+    if not directory.is_dir():
+        raise ConfigError(
+            f"config folder {directory} not found",
+            hint="run `harness init` or point HARNESS_CONFIG at an agent-config folder",
+        )
+    mcp_path = directory / "mcp.json"
+    return Config(
+        dir=directory,
+        harness=load_yaml_model(directory / "harness.yaml", HarnessConfig),
+        projects=load_yaml_model(directory / "projects.yaml", ProjectsConfig),
+        mcp=load_json_model(mcp_path, McpConfig) if mcp_path.exists() else McpConfig(),
+    )
+
+
+def load_yaml_model(path: Path, model: type[M]) -> M:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path} not found", hint="run `harness init` or copy the example agent-config/"
+        ) from None
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(
+            f"{where}: broken YAML: {problem}", hint="fix the indentation or quoting there"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _explain(path, exc, root) from None
+
+
+def load_json_model(path: Path, model: type[M]) -> M:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}: broken JSON: {exc.msg}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _explain(path, exc, None) from None
+
+
+def _explain(path: Path, exc: ValidationError, root: yaml.Node | None) -> ConfigError:
+    err = exc.errors()[0]
+    loc = [str(p) for p in err["loc"]]
+    field = ".".join(loc) or "(top level)"
+    line = _line_of(root, loc) if root is not None else None
+    where = f"{path}:{line}" if line else str(path)
+    kind = err["type"]
+    if kind == "missing":
+        hint = f"add `{loc[-1]}:` there"
+    elif kind == "extra_forbidden":
+        hint = "unknown key (a typo?); remove it or check the spelling against the docs"
+    else:
+        hint = f"got {err.get('input')!r}"
+    more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return ConfigError(f"{where}: {field}: {err['msg']}{more}", hint=hint)
+
+
+def _line_of(node: yaml.Node | None, loc: list[str]) -> int | None:
+    """1-based line of the deepest YAML node on the error's path (the parent for a missing key)."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next((v for k, v in node.value if str(k.value) == key), None)
+            if match is None:
+                key_node = next((k for k, _ in node.value if str(k.value) == key), None)
+                return key_node.start_mark.line + 1 if key_node else line
+            node = match
+        elif isinstance(node, yaml.SequenceNode) and key.isdigit() and int(key) < len(node.value):
+            node = node.value[int(key)]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+# -- routing --------------------------------------------------------------------------------
+
+_JIRA_KEY = re.compile(r"(?<![A-Za-z0-9])([A-Z][A-Z0-9]{1,9})-([1-9][0-9]{0,6})(?![0-9])")
+
+
+def extract_jira_key(text: str, prefixes: list[str] | None = None) -> str | None:
+    """The first Jira key in ``text`` (e.g. ``AAA-123``, also inside a browse URL). With
+    ``prefixes``, only keys of those projects count — so "UTF-8" or "SHA-256" never match."""
+    for match in _JIRA_KEY.finditer(text or ""):
+        if prefixes is None or match.group(1) in prefixes:
+            return f"{match.group(1)}-{match.group(2)}"
+    return None
+
+
+def all_jira_prefixes(projects: ProjectsConfig) -> list[str]:
+    return [p for project in projects.projects.values() for p in project.jira_prefixes]
+
+
+def resolve_project(
+    projects: ProjectsConfig, *, jira_key: str | None = None, channel: str | None = None
+) -> str:
+    """The reference's routing rule: "Jira prefix first, then Slack channel, then the default"."""
+    if jira_key:
+        prefix = jira_key.split("-", 1)[0]
+        for name, project in projects.projects.items():
+            if prefix in project.jira_prefixes:
+                return name
+    if channel:
+        for name, project in projects.projects.items():
+            if channel in project.slack_channels:
+                return name
+    return projects.default_project
+
+
+def to_jsonable(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json")

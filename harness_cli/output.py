@@ -1,0 +1,58 @@
+"""The one renderer: a command's Result becomes rich text on a terminal or JSON on stdout."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+
+import typer
+
+from harness_cli.result import Result
+
+
+@dataclass
+class Options:
+    """Global options, set by the CLI edge before any command runs."""
+
+    json: bool = False
+    verbose: bool = False
+
+    def reset(self) -> None:
+        self.json = False
+        self.verbose = False
+
+
+OPTIONS = Options()
+
+
+def emit(result: Result) -> None:
+    """Print the result once and end the command with its exit code."""
+    if OPTIONS.json:
+        sys.stdout.write(json.dumps(result.to_json(), default=str) + "\n")
+    else:
+        _human(result)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
+
+
+def _human(result: Result) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if result.rows:
+        table = Table(*result.columns, box=None, pad_edge=False)
+        for row in result.rows:
+            table.add_row(*row)
+        out.print(table)
+    for line in result.messages:
+        out.print(line, markup=False)
+    for line in result.changed:
+        out.print(f"[green]✓[/green] {escape(line)}")
+    for line in result.skipped:
+        out.print(f"[dim]skipped: {escape(line)}[/dim]")
+    for line in result.errors:
+        err.print(f"[red]✗[/red] {escape(line)}")

@@ -1,0 +1,40 @@
+"""The ``$HARNESS_HOME`` files by name (CONTRACT §3), each bound to its model."""
+
+from __future__ import annotations
+
+from harness_cli import paths
+from harness_cli.state import models
+from harness_cli.state.store import JsonFile
+
+
+def task_thread_map() -> JsonFile[models.ThreadMap]:
+    return JsonFile(paths.state_file("task-thread-map.json"), models.ThreadMap)
+
+
+def oncall_thread_map() -> JsonFile[models.ThreadMap]:
+    return JsonFile(paths.state_file("oncall_thread_map.json"), models.ThreadMap)
+
+
+def thread_map(kind: str) -> JsonFile[models.ThreadMap]:
+    """The map for a case kind: ``task`` cases in task-thread-map.json, the rest on-call."""
+    return task_thread_map() if kind == "task" else oncall_thread_map()
+
+
+def monitored_mrs() -> JsonFile[models.MonitoredMrs]:
+    return JsonFile(paths.state_file("monitored-mrs.json"), models.MonitoredMrs)
+
+
+def patch_pr_state() -> JsonFile[models.PatchPrState]:
+    return JsonFile(paths.state_file("patch-pr-state.json"), models.PatchPrState)
+
+
+def oncall_state() -> JsonFile[models.OncallState]:
+    return JsonFile(paths.state_file("oncall-state.json"), models.OncallState)
+
+
+def slack_cursors() -> JsonFile[models.SlackCursors]:
+    return JsonFile(paths.state_file("slack-cursors.json"), models.SlackCursors)
+
+
+def socket_dedup() -> JsonFile[models.DedupSet]:
+    return JsonFile(paths.state_file("socket-dedup"), models.DedupSet)

@@ -1,0 +1,201 @@
+"""The case registry: case folders in the git-synced workspace and the thread → case maps.
+
+Every change to a case is written atomically under the per-case lock, then committed and pushed
+(``gitsync``), so a second machine that pulls the workspace picks up the same case.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness_cli import clock, paths
+from harness_cli.config import Thresholds
+from harness_cli.errors import InputError, StateError
+from harness_cli.logs import event
+from harness_cli.state import files
+from harness_cli.state.locks import case_lock
+from harness_cli.state.models import ThreadEntry, ThreadMap
+from harness_cli.state.store import atomic_write_json, atomic_write_text
+from harness_cli.workspace.case import Case, Source, validate_case_id
+
+log = logging.getLogger("harness.workspace")
+
+
+@dataclass
+class Opened:
+    case: Case
+    created: bool
+    dir: Path
+
+
+def case_dir(case_id: str) -> Path:
+    return paths.cases_root() / validate_case_id(case_id)
+
+
+def load_case(case_id: str) -> Case:
+    path = case_dir(case_id) / "case.json"
+    try:
+        return Case.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise InputError(
+            f"no case {case_id!r} in {paths.cases_root()}",
+            hint="see `harness case list`, or check HARNESS_WORKSPACE",
+        ) from None
+    except ValueError as exc:
+        raise StateError(
+            f"{path} is unreadable: {str(exc).splitlines()[0]}",
+            hint="restore it from the workspace's git history",
+        ) from None
+
+
+def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None) -> None:
+    """Commit and push the workspace: "committed and pushed at every meaningful change"."""
+    from harness_cli.workspace import gitsync
+
+    root = paths.workspace()
+    if not (root / ".git").exists():
+        gitsync.ensure_repo(root, lock_dir=paths.locks_dir())
+    result = gitsync.sync(
+        root,
+        message,
+        paths=only,
+        lock_dir=paths.locks_dir(),
+        max_push_attempts=thresholds.git_push_attempts,
+        stale_lock_seconds=thresholds.stale_index_lock_seconds,
+    )
+    if result.conflicts:
+        event(log, "workspace_conflict_kept_local", logging.WARNING, paths=result.conflicts)
+
+
+def open_case(
+    thresholds: Thresholds,
+    *,
+    case_id: str,
+    project: str,
+    title: str,
+    kind: str = "oncall",
+    jira: str | None = None,
+    message: dict[str, Any] | None = None,
+    source: Source | None = None,
+) -> Opened:
+    """Create the case folder, ``message.json`` and ``case.json``; re-running is a no-op."""
+    folder = case_dir(case_id)
+    with case_lock(case_id):
+        if (folder / "case.json").exists():
+            return Opened(load_case(case_id), False, folder)
+        now = clock.now()
+        case = Case(
+            id=case_id,
+            project=project,
+            kind=kind,
+            title=title,
+            jira=jira,  # type: ignore[arg-type]
+            source=source or Source(),
+            created_at=now,
+            updated_at=now,
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        msg_path = folder / "message.json"
+        atomic_write_json(msg_path, message or {"text": title})
+        # The originating message is evidence: agents may read it, never rewrite it.
+        os.chmod(msg_path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        atomic_write_text(folder / "case.json", case.model_dump_json(indent=2, by_alias=True))
+        event(log, "case_created", case_id=case_id, project=project, kind=kind)
+    sync(f"case {case_id}: opened ({project})", thresholds, only=[folder])
+    return Opened(case, True, folder)
+
+
+@contextmanager
+def update_case(case_id: str, thresholds: Thresholds, message: str) -> Iterator[Case]:
+    """``with update_case(id, t, "why") as case: case.move("investigating")`` — written and
+    synced only if the block succeeds."""
+    folder = case_dir(case_id)
+    with case_lock(case_id):
+        case = load_case(case_id)
+        before = case.model_dump_json(by_alias=True)
+        yield case
+        after = case.model_dump_json(indent=2, by_alias=True)
+        changed = json.loads(after) != json.loads(before)
+        if changed:
+            case.updated_at = clock.now()
+            atomic_write_text(folder / "case.json", case.model_dump_json(indent=2, by_alias=True))
+    if changed:
+        sync(f"case {case_id}: {message}", thresholds, only=[folder])
+
+
+def list_cases(*, status: str | None = None, project: str | None = None) -> list[dict[str, Any]]:
+    """Summaries of every case, newest first. Reads raw JSON (no model validation) because
+    ``case list`` must stay fast with thousands of cases."""
+    root = paths.cases_root()
+    out: list[dict[str, Any]] = []
+    try:
+        entries = os.scandir(root)
+    except FileNotFoundError:
+        return out
+    with entries:
+        for entry in entries:
+            try:
+                with open(os.path.join(entry.path, "case.json"), "rb") as handle:
+                    data = json.loads(handle.read())
+            except (FileNotFoundError, NotADirectoryError, ValueError):
+                continue
+            if status and data.get("status") != status:
+                continue
+            if project and data.get("project") != project:
+                continue
+            out.append(
+                {
+                    k: data.get(k)
+                    for k in (
+                        "id",
+                        "project",
+                        "kind",
+                        "status",
+                        "title",
+                        "jira",
+                        "created_at",
+                        "updated_at",
+                        "exit",
+                    )
+                }
+            )
+    out.sort(key=lambda c: c.get("created_at") or "", reverse=True)
+    return out
+
+
+def register_thread(case: Case, *, channel: str, thread_ts: str, role: str = "manual") -> bool:
+    """Link a Slack thread to a case in the map of its kind; False if it already was."""
+    key = ThreadMap.key(channel, thread_ts)
+    with files.thread_map(case.kind).update() as tmap:
+        existing = tmap.threads.get(key)
+        if existing and existing.case_id == case.id and not existing.closed:
+            return False
+        tmap.threads[key] = ThreadEntry(
+            channel=channel,
+            thread_ts=thread_ts,
+            case_id=case.id,
+            case_dir=str(case_dir(case.id).resolve()),
+            project=case.project,
+            jira=case.jira,
+            role=role,  # type: ignore[arg-type]
+        )
+    return True
+
+
+def close_threads(case: Case) -> int:
+    """Mark every thread of the case closed: closed cases are not polled."""
+    count = 0
+    with files.thread_map(case.kind).update() as tmap:
+        for entry in tmap.for_case(case.id):
+            if not entry.closed:
+                entry.closed = True
+                count += 1
+    return count

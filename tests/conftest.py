@@ -1,0 +1,70 @@
+"""Every test runs against its own HARNESS_HOME, workspace and config in a temp dir, with a
+pinned git identity; a test that writes to the real home fails the run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REAL_HARNESS_HOME = Path.home() / ".harness"
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    existed = REAL_HARNESS_HOME.exists()
+    home = tmp_path / "harness-home"
+    monkeypatch.setenv("HARNESS_HOME", str(home))
+    monkeypatch.setenv("HARNESS_WORKSPACE", str(tmp_path / "workspace"))
+    monkeypatch.setenv("HARNESS_CONFIG", str(tmp_path / "agent-config"))
+    monkeypatch.setenv("HARNESS_DISPATCH", "record")
+    for var in ("HARNESS_NOW", "HARNESS_RUNTIME", "SLACK_USER_TOKEN", "SLACK_APP_TOKEN",
+                "GITLAB_TOKEN", "GITLAB_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+                "SLACK_API_URL"):
+        monkeypatch.delenv(var, raising=False)
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text("[user]\n\tname = Test\n\temail = test@example.invalid\n"
+                         "[init]\n\tdefaultBranch = main\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    yield tmp_path
+    if not existed and REAL_HARNESS_HOME.exists():
+        shutil.rmtree(REAL_HARNESS_HOME, ignore_errors=True)
+        pytest.fail("a test wrote to the real ~/.harness")
+
+
+@pytest.fixture
+def config_dir(tmp_path: Path) -> Path:
+    """A copy of the shipped example agent-config/ as HARNESS_CONFIG."""
+    target = tmp_path / "agent-config"
+    shutil.copytree(REPO / "agent-config", target)
+    return target
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """Run `harness ARGS…` in-process: returns (exit code, stdout, stderr)."""
+    from harness_cli.cli import run
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        code = run(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return invoke
+
+
+def harness_subprocess(*args: str, env: dict[str, str] | None = None,
+                       cwd: Path | None = None) -> tuple[int, str, str]:
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness_cli", *args], capture_output=True, text=True,
+        env={**os.environ, **(env or {})}, cwd=cwd, timeout=120, check=False,
+    )
+    return proc.returncode, proc.stdout, proc.stderr

@@ -1,0 +1,58 @@
+"""L0: one redaction filter keeps tokens out of logs, error lines and crash files."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from harness_cli.logs import REDACTED, JsonLines, RedactFilter, redact
+
+SECRETS = [
+    "xoxp-1234567890-1234567890123-abcdefABCDEF1234",
+    "xoxb-2222222222-3333333333333-ZZZZzzzzYYYYyyyy",
+    "xapp-1-A0123456789-1234567890123-abcdef0123456789",
+    "glpat-Ab3dEf6hIj9kLm2nOp5q",
+    "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEFGH",
+]
+
+
+@pytest.mark.parametrize("secret", SECRETS)
+def test_token_shapes_are_redacted(secret: str) -> None:
+    text = f"calling with token={secret} failed"
+    out = redact(text)
+    assert secret not in out
+    assert REDACTED in out
+    assert out.startswith("calling with token=")
+
+
+def test_bearer_header_and_url_credentials() -> None:
+    out = redact("Authorization: Bearer abcdefghijklmnop1234 to "
+                 "https://oauth2:supersecretvalue@gitlab.example.com/g/p.git")
+    assert "abcdefghijklmnop1234" not in out
+    assert "supersecretvalue" not in out
+    assert "oauth2:" in out and "gitlab.example.com/g/p.git" in out
+
+
+def test_values_of_secret_variables_are_redacted_whatever_their_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GITLAB_TOKEN", "plain-looking-value-42")
+    assert "plain-looking-value-42" not in redact("token plain-looking-value-42 rejected")
+
+
+def test_ordinary_text_is_untouched() -> None:
+    text = "case AAA-123 moved to awaiting_approval; sha 0123abcd; skip-ci"
+    assert redact(text) == text
+
+
+def test_log_records_are_redacted_in_message_and_fields() -> None:
+    record = logging.LogRecord("harness.x", logging.ERROR, __file__, 1,
+                               "push failed with %s", (SECRETS[3],), None)
+    record.fields = {"url": f"https://x:{SECRETS[3]}@h/p.git", "n": 3}
+    RedactFilter().filter(record)
+    line = JsonLines().format(record)
+    assert SECRETS[3] not in line
+    entry = json.loads(line)
+    assert entry["level"] == "error" and entry["n"] == 3 and "ts" in entry
