@@ -11,6 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+
 from harness_cli import errors
 from harness_cli.output import OPTIONS
 
@@ -32,7 +33,9 @@ COMMANDS: dict[str, Entry] = {
     "investigate": Entry(None, "Run the gated investigation loop on a case."),
     "review": Entry(None, "Adversarial review (D1-D15) and red-team review (G5) of a case."),
     "followup": Entry(None, "Answer the operator's newest replies in a case thread."),
-    "dev-agent": Entry(None, "Hands-on code work in the case's worktree; push; open/update the MR."),
+    "dev-agent": Entry(
+        None, "Hands-on code work in the case's worktree; push; open/update the MR."
+    ),
     "mr-monitor": Entry(None, "One cycle over monitored MRs: CI, reviewer notes, merges."),
     "consolidate": Entry(None, "Consolidate transcripts into TASK.md (guarded)."),
     "finalize": Entry(None, "Roll an idle case's gap reports into one MR against the harness."),
@@ -53,9 +56,7 @@ COMMANDS: dict[str, Entry] = {
 
 # Workflows are what dispatch() starts; each accepts --payload FILE and runs under a
 # per-(workflow, case) lock.
-WORKFLOWS = frozenset(
-    {"investigate", "review", "followup", "dev-agent", "consolidate", "finalize"}
-)
+WORKFLOWS = frozenset({"investigate", "review", "followup", "dev-agent", "consolidate", "finalize"})
 
 
 def _usage() -> str:

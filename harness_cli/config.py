@@ -127,7 +127,7 @@ class McpServer(_Human):
 
 
 class McpConfig(_Human):
-    mcpServers: dict[str, McpServer] = Field(default_factory=dict)  # noqa: N815 - claude's name
+    mcpServers: dict[str, McpServer] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,10 @@ def report(exc: BaseException, *, argv: list[str], verbose: bool) -> int:
         f"argv: {' '.join(argv)}",
         f"harness: {__version__}",
         f"python: {sys.version.split()[0]} ({platform.platform()})",
-        *(f"{d}: {_version(d)}" for d in ("typer", "pydantic", "slack-sdk", "python-gitlab",
-                                          "anthropic", "GitPython")),
+        *(
+            f"{d}: {_version(d)}"
+            for d in ("typer", "pydantic", "slack-sdk", "python-gitlab", "anthropic", "GitPython")
+        ),
         "",
         "```",
         *traceback.format_exception(exc),

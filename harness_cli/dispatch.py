@@ -78,7 +78,7 @@ def choose_backend(configured: str | None = None) -> Backend:
                 f"HARNESS_DISPATCH={value!r} is not a dispatch backend",
                 hint=f"use one of: {', '.join(BACKENDS)}",
             )
-        return value  # type: ignore[return-value]
+        return value
     return "systemd" if _systemd_available() else "local"
 
 
@@ -124,8 +124,13 @@ def dispatch(payload: Payload, *, backend: Backend | None = None) -> Dispatched:
     """Write the payload, then start the workflow with the chosen backend."""
     chosen = backend or choose_backend()
     payload_file = write_payload(payload)
-    fields = {"workflow": payload.workflow, "case_id": payload.case_id, "backend": chosen,
-              "trigger": payload.trigger.kind, "payload": str(payload_file)}
+    fields = {
+        "workflow": payload.workflow,
+        "case_id": payload.case_id,
+        "backend": chosen,
+        "trigger": payload.trigger.kind,
+        "payload": str(payload_file),
+    }
     event(log, "dispatch", **fields)
     if chosen == "record":
         return Dispatched(chosen, payload_file, started=False, detail="recorded only")
@@ -138,21 +143,40 @@ def dispatch(payload: Payload, *, backend: Backend | None = None) -> Dispatched:
     if chosen == "systemd":
         unit = _unit_name(payload.workflow, payload.case_id)
         proc = subprocess.run(
-            ["systemd-run", "--user", "--collect", "--quiet", f"--unit={unit}",
-             *[f"--setenv={k}={os.environ[k]}" for k in _passed_env()], *argv],
-            capture_output=True, text=True, check=False,
+            [
+                "systemd-run",
+                "--user",
+                "--collect",
+                "--quiet",
+                f"--unit={unit}",
+                *[f"--setenv={k}={os.environ[k]}" for k in _passed_env()],
+                *argv,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if proc.returncode != 0:
-            event(log, "dispatch_skipped", logging.WARNING, unit=unit, stderr=proc.stderr[-300:],
-                  **fields)
+            event(
+                log,
+                "dispatch_skipped",
+                logging.WARNING,
+                unit=unit,
+                stderr=proc.stderr[-300:],
+                **fields,
+            )
             return Dispatched(chosen, payload_file, started=False, detail=proc.stderr.strip())
         return Dispatched(chosen, payload_file, started=True, detail=f"unit {unit}")
     logfile = paths.logs_dir() / "workflows" / f"{payload_file.stem}.log"
     logfile.parent.mkdir(parents=True, exist_ok=True)
     with open(logfile, "ab") as out:
         subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True,
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
         )
     return Dispatched(chosen, payload_file, started=True, detail=f"log {logfile}")
 

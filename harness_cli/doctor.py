@@ -59,12 +59,18 @@ def _config_and_runtime() -> list[Check]:
     if runtime == "claude-code":
         claude = find_claude()
         if claude is None:
-            checks.append(Check("claude CLI", "fail", "not found",
-                                f"run `make claude-cli` (pins {PINNED_VERSION}) or set "
-                                "HARNESS_CLAUDE_BIN"))
+            checks.append(
+                Check(
+                    "claude CLI",
+                    "fail",
+                    "not found",
+                    f"run `make claude-cli` (pins {PINNED_VERSION}) or set HARNESS_CLAUDE_BIN",
+                )
+            )
         else:
-            out = subprocess.run([str(claude), "--version"], capture_output=True, text=True,
-                                 check=False, timeout=30)
+            out = subprocess.run(
+                [str(claude), "--version"], capture_output=True, text=True, check=False, timeout=30
+            )
             checks.append(Check("claude CLI", "ok", f"{claude} {out.stdout.strip()}"))
     return checks
 
@@ -73,11 +79,16 @@ def _workspace() -> Check:
     ws = paths.workspace()
     if not (ws / ".git").exists():
         return Check("workspace", "fail", f"{ws} is not a git repo", "run `harness init`")
-    remote = subprocess.run(["git", "-C", str(ws), "remote"], capture_output=True, text=True,
-                            check=False).stdout.split()
+    remote = subprocess.run(
+        ["git", "-C", str(ws), "remote"], capture_output=True, text=True, check=False
+    ).stdout.split()
     if not remote:
-        return Check("workspace", "warn", f"{ws} has no remote: cases live on this machine only",
-                     "git -C <workspace> remote add origin <url>")
+        return Check(
+            "workspace",
+            "warn",
+            f"{ws} has no remote: cases live on this machine only",
+            "git -C <workspace> remote add origin <url>",
+        )
     return Check("workspace", "ok", f"{ws} (remote {remote[0]})")
 
 
@@ -85,9 +96,15 @@ def _state_files() -> list[Check]:
     from harness_cli.state import files
 
     out: list[Check] = []
-    for handle in (files.task_thread_map(), files.oncall_thread_map(), files.monitored_mrs(),
-                   files.patch_pr_state(), files.oncall_state(), files.slack_cursors(),
-                   files.socket_dedup()):
+    for handle in (
+        files.task_thread_map(),
+        files.oncall_thread_map(),
+        files.monitored_mrs(),
+        files.patch_pr_state(),
+        files.oncall_state(),
+        files.slack_cursors(),
+        files.socket_dedup(),
+    ):
         if not handle.path.exists():
             continue
         try:
@@ -126,8 +143,11 @@ def _probes() -> list[tuple[str, Callable[[], str]]]:
 def _probe_slack() -> str:
     from slack_sdk import WebClient
 
-    client = WebClient(token=os.environ["SLACK_USER_TOKEN"], timeout=5,
-                       base_url=os.environ.get("SLACK_API_URL", "https://slack.com/api/"))
+    client = WebClient(
+        token=os.environ["SLACK_USER_TOKEN"],
+        timeout=5,
+        base_url=os.environ.get("SLACK_API_URL", "https://slack.com/api/"),
+    )
     reply = client.auth_test()
     return f"as {reply.get('user')} ({reply.get('user_id')})"
 
@@ -135,8 +155,9 @@ def _probe_slack() -> str:
 def _probe_gitlab() -> str:
     import gitlab
 
-    gl = gitlab.Gitlab(os.environ["GITLAB_URL"], private_token=os.environ["GITLAB_TOKEN"],
-                       timeout=5)
+    gl = gitlab.Gitlab(
+        os.environ["GITLAB_URL"], private_token=os.environ["GITLAB_TOKEN"], timeout=5
+    )
     version, _ = gl.version()
     return f"GitLab {version}"
 
@@ -147,9 +168,11 @@ def _probe_anthropic() -> str:
 
     # The SDK costs ~2.5 s to import; a models listing over urllib proves the same thing.
     base = os.environ["ANTHROPIC_BASE_URL"].rstrip("/")
-    req = urllib.request.Request(f"{base}/v1/models", headers={
-        "x-api-key": os.environ["ANTHROPIC_API_KEY"], "anthropic-version": "2023-06-01"})
-    with urllib.request.urlopen(req, timeout=5) as resp:  # noqa: S310 - configured base URL
+    req = urllib.request.Request(
+        f"{base}/v1/models",
+        headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"], "anthropic-version": "2023-06-01"},
+    )
+    with urllib.request.urlopen(req, timeout=5) as resp:
         models = json.loads(resp.read()).get("data", [])
     return f"{len(models)} model(s) listed"
 
@@ -160,5 +183,9 @@ def _reach(name: str, probe: Callable[[], str]) -> Check:
     try:
         return Check(f"reach {name}", "ok", probe())
     except Exception as exc:  # noqa: BLE001 - any failure of a probe is the finding itself
-        return Check(f"reach {name}", "fail", redact(f"{type(exc).__name__}: {exc}")[:200],
-                     "check the URL, the token and the network")
+        return Check(
+            f"reach {name}",
+            "fail",
+            redact(f"{type(exc).__name__}: {exc}")[:200],
+            "check the URL, the token and the network",
+        )

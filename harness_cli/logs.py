@@ -34,8 +34,14 @@ _SECRET_PATTERNS = [
     # credentials embedded in a URL: scheme://user:secret@host
     re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)@"),
 ]
-_SECRET_ENV = ("SLACK_USER_TOKEN", "SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "GITLAB_TOKEN",
-               "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+_SECRET_ENV = (
+    "SLACK_USER_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_BOT_TOKEN",
+    "GITLAB_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+)
 REDACTED = "[REDACTED]"
 
 
@@ -93,7 +99,7 @@ class _LazyRotatingHandler(logging.handlers.RotatingFileHandler):
         return super()._open()
 
 
-def event(logger: logging.Logger, name: str, level: int = logging.INFO, **fields: Any) -> None:
+def event(logger: logging.Logger, name: str, level: int = logging.INFO, /, **fields: Any) -> None:
     """Log one structured event: ``event(log, "dispatch", case_id=…, workflow=…)``."""
     logger.log(level, name, extra={"fields": fields})
 

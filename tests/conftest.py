@@ -23,13 +23,22 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     monkeypatch.setenv("HARNESS_WORKSPACE", str(tmp_path / "workspace"))
     monkeypatch.setenv("HARNESS_CONFIG", str(tmp_path / "agent-config"))
     monkeypatch.setenv("HARNESS_DISPATCH", "record")
-    for var in ("HARNESS_NOW", "HARNESS_RUNTIME", "SLACK_USER_TOKEN", "SLACK_APP_TOKEN",
-                "GITLAB_TOKEN", "GITLAB_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-                "SLACK_API_URL"):
+    for var in (
+        "HARNESS_NOW",
+        "HARNESS_RUNTIME",
+        "SLACK_USER_TOKEN",
+        "SLACK_APP_TOKEN",
+        "GITLAB_TOKEN",
+        "GITLAB_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "SLACK_API_URL",
+    ):
         monkeypatch.delenv(var, raising=False)
     gitconfig = tmp_path / "gitconfig"
-    gitconfig.write_text("[user]\n\tname = Test\n\temail = test@example.invalid\n"
-                         "[init]\n\tdefaultBranch = main\n")
+    gitconfig.write_text(
+        "[user]\n\tname = Test\n\temail = test@example.invalid\n[init]\n\tdefaultBranch = main\n"
+    )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     yield tmp_path
@@ -59,12 +68,18 @@ def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
     return invoke
 
 
-def harness_subprocess(*args: str, env: dict[str, str] | None = None,
-                       cwd: Path | None = None) -> tuple[int, str, str]:
+def harness_subprocess(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[int, str, str]:
     import subprocess
 
     proc = subprocess.run(
-        [sys.executable, "-m", "harness_cli", *args], capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, cwd=cwd, timeout=120, check=False,
+        [sys.executable, "-m", "harness_cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=120,
+        check=False,
     )
     return proc.returncode, proc.stdout, proc.stderr

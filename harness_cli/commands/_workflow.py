@@ -30,8 +30,9 @@ def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> In
         )
     case_id = case_arg or (payload.case_id if payload else None)
     if not case_id:
-        raise InputError(f"{workflow} needs a CASE or --payload FILE",
-                         hint=f"e.g. harness {workflow} AAA-123")
+        raise InputError(
+            f"{workflow} needs a CASE or --payload FILE", hint=f"e.g. harness {workflow} AAA-123"
+        )
     if payload is not None and case_arg and case_arg != payload.case_id:
         raise InputError(f"CASE {case_arg} does not match the payload's case {payload.case_id}")
     return Invocation(workflow, validate_case_id(case_id), payload)
@@ -39,5 +40,5 @@ def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> In
 
 @contextmanager
 def running(inv: Invocation) -> Iterator[Invocation]:
-    with workflow_lock(inv.workflow, inv.case_id):  # type: ignore[attr-defined]
+    with workflow_lock(inv.workflow, inv.case_id):
         yield inv

@@ -21,8 +21,12 @@ def new(
     title: str = typer.Option(..., "--title", "-t", help="One-line title of the case."),
     case_id: str | None = typer.Option(None, "--id", help="Case id (default: Jira key or stamp)."),
     text: Path | None = typer.Option(
-        None, "--text", help="File with the ticket text (e.g. a Jira description).", exists=True,
-        dir_okay=False, readable=True,
+        None,
+        "--text",
+        help="File with the ticket text (e.g. a Jira description).",
+        exists=True,
+        dir_okay=False,
+        readable=True,
     ),
     kind: str = typer.Option("oncall", "--kind", help="oncall (investigation) or task."),
 ) -> None:
@@ -44,11 +48,17 @@ def new(
     jira = extract_jira_key(f"{title}\n{body}", all_jira_prefixes(cfg.projects))
     cid = case_id or derive_case_id(jira=jira, channel=None, ts=None)
     opened = registry.open_case(
-        cfg.harness.thresholds, case_id=cid, project=project, title=title, kind=kind, jira=jira,
+        cfg.harness.thresholds,
+        case_id=cid,
+        project=project,
+        title=title,
+        kind=kind,
+        jira=jira,
         message={"text": body, "source": "manual"},
     )
-    result = Result("case new", data={"case_id": cid, "case_dir": str(opened.dir),
-                                      "created": opened.created})
+    result = Result(
+        "case new", data={"case_id": cid, "case_dir": str(opened.dir), "created": opened.created}
+    )
     if opened.created:
         result.changed.append(f"opened case {cid} ({project}) in {opened.dir}")
     else:
@@ -66,8 +76,9 @@ def list_(
 
     cases = list_cases(status=status, project=project)
     result = Result("case list", data=cases, columns=["case", "project", "status", "title"])
-    result.rows = [[c["id"], c["project"] or "", c["status"] or "", c["title"] or ""]
-                   for c in cases]
+    result.rows = [
+        [c["id"], c["project"] or "", c["status"] or "", c["title"] or ""] for c in cases
+    ]
     if not cases:
         result.messages.append(f"no cases in {paths.cases_root()}")
     emit(result)
@@ -82,9 +93,12 @@ def show(case_id: str = typer.Argument(..., help="The case id.")) -> None:
     case = load_case(case_id)
     folder = case_dir(case_id)
     threads = [t.model_dump() for t in files.thread_map(case.kind).read().for_case(case_id)]
-    data = {**case.model_dump(mode="json", by_alias=True), "case_dir": str(folder),
-            "files": sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()),
-            "threads": threads}
+    data = {
+        **case.model_dump(mode="json", by_alias=True),
+        "case_dir": str(folder),
+        "files": sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()),
+        "threads": threads,
+    }
     result = Result("case show", data=data)
     result.messages.append(json.dumps(data, indent=2))
     emit(result)
@@ -101,8 +115,10 @@ def register_thread(
     from harness_cli.workspace.registry import register_thread as link
 
     case = load_case(case_id)
-    result = Result("case register-thread", data={"case_id": case_id, "channel": channel,
-                                                   "thread_ts": thread_ts})
+    result = Result(
+        "case register-thread",
+        data={"case_id": case_id, "channel": channel, "thread_ts": thread_ts},
+    )
     if link(case, channel=channel, thread_ts=thread_ts, role="manual"):
         result.changed.append(f"thread {channel}/{thread_ts} → case {case_id}")
     else:
@@ -140,9 +156,16 @@ def migrate(
     from harness_cli.workspace.migrate import migrate_workspace
 
     done = migrate_workspace(paths.workspace(), to, dry_run=dry_run)
-    result = Result("case migrate", data={"old": str(done.old), "new": str(done.new),
-                                           "moved": done.moved, "rewritten": done.rewritten,
-                                           "dry_run": dry_run})
+    result = Result(
+        "case migrate",
+        data={
+            "old": str(done.old),
+            "new": str(done.new),
+            "moved": done.moved,
+            "rewritten": done.rewritten,
+            "dry_run": dry_run,
+        },
+    )
     verb = "would move" if dry_run else "moved"
     if done.moved:
         result.changed.append(f"{verb} {done.old} → {done.new}")

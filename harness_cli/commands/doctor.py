@@ -21,8 +21,9 @@ def doctor(
     checks = run_checks(offline=offline)
     marks = {"ok": "[green]ok[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]FAIL[/red]"}
     result = Result("doctor", data=[c.__dict__ for c in checks], columns=["", "check", "detail"])
-    result.rows = [[marks[c.status], c.name, c.detail + (f" — {c.fix}" if c.fix else "")]
-                   for c in checks]
+    result.rows = [
+        [marks[c.status], c.name, c.detail + (f" — {c.fix}" if c.fix else "")] for c in checks
+    ]
     failed = [c for c in checks if c.status == "fail"]
     if failed:
         result.errors.append(f"{len(failed)} check(s) failed: {', '.join(c.name for c in failed)}")

@@ -72,20 +72,28 @@ def init(
         result.skipped.append(f"workspace repo {workspace} exists")
     else:
         gitsync.ensure_repo(workspace, remote_url=remote, lock_dir=paths.locks_dir())
-        result.changed.append(f"workspace repo {workspace}" + (f" (remote {remote})" if remote
-                                                               else " (local only)"))
+        result.changed.append(
+            f"workspace repo {workspace}" + (f" (remote {remote})" if remote else " (local only)")
+        )
 
     config = paths.config_dir()
-    written = _write_starter(config, {
-        "harness.yaml": STARTER_HARNESS.format(user=slack_user, dm=self_dm),
-        "projects.yaml": STARTER_PROJECTS.format(
-            project=project, channels=_csv(channel), prefixes=_csv(jira_prefix),
-            repos=_csv(repo)),
-        "mcp.json": '{\n  "mcpServers": {}\n}\n',
-    })
+    written = _write_starter(
+        config,
+        {
+            "harness.yaml": STARTER_HARNESS.format(user=slack_user, dm=self_dm),
+            "projects.yaml": STARTER_PROJECTS.format(
+                project=project,
+                channels=_csv(channel),
+                prefixes=_csv(jira_prefix),
+                repos=_csv(repo),
+            ),
+            "mcp.json": '{\n  "mcpServers": {}\n}\n',
+        },
+    )
     for name, created in written.items():
         (result.changed if created else result.skipped).append(
-            f"{'wrote' if created else 'kept'} {config / name}")
+            f"{'wrote' if created else 'kept'} {config / name}"
+        )
     load_config(config)  # a starter (or kept) config that does not load is an error now
     result.data = {"home": str(home), "workspace": str(workspace), "config": str(config)}
     result.messages.append("next: `harness doctor` checks tokens and services")

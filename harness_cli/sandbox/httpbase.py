@@ -8,6 +8,7 @@ in-process (``emu.control(action, body)``) or over HTTP (``POST /_control/<actio
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -161,7 +162,11 @@ class Emulator:
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, name=f"{self.name}-http", daemon=True
+            # a short poll interval: stop() returns at once instead of after the default 0.5 s
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"{self.name}-http",
+            daemon=True,
         )
         self._thread.start()
         return self.url
@@ -261,7 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
     emulator: Emulator
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Silence the stdlib's stderr access log; requests are recorded instead."""
 
     def _serve(self) -> None:
@@ -294,10 +299,8 @@ class _Handler(BaseHTTPRequestHandler):
         record.status = resp.status
         if resp.drop:
             self.close_connection = True
-            try:
+            with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             return
         self.send_response(resp.status)
         for key, value in resp.headers.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -39,12 +39,12 @@ def hold(name: str, *, timeout: float = -1, what: str | None = None) -> Iterator
         lock.release()
 
 
-def case_lock(case_id: str, *, timeout: float = 30.0) -> object:
+def case_lock(case_id: str, *, timeout: float = 30.0) -> AbstractContextManager[None]:
     """The per-case lockfile: two runs that rewrite the same case (e.g. two consolidations) never
     race — the reference's fix for the 14 KB → 587 B TASK.md incident."""
     return hold(f"case-{case_id}", timeout=timeout, what=f"case {case_id}")
 
 
-def workflow_lock(workflow: str, case_id: str) -> object:
+def workflow_lock(workflow: str, case_id: str) -> AbstractContextManager[None]:
     """The same workflow on the same case never runs twice at once (exit 3 for the second)."""
     return hold(f"{workflow}-{case_id}", timeout=0, what=f"{workflow} on case {case_id}")

@@ -88,7 +88,8 @@ class JsonFile(Generic[M]):
             current = self.model.model_fields["schema_version"].default
             if isinstance(version, int) and version > current:
                 raise StateError(
-                    f"{self.path} has schema_version {version}, newer than this harness ({current})",
+                    f"{self.path} has schema_version {version}, "
+                    f"newer than this harness ({current})",
                     hint="upgrade harness on this machine; the file was left untouched",
                 )
             return self.model.model_validate(data)

@@ -56,6 +56,14 @@ def load_case(case_id: str) -> Case:
         ) from None
 
 
+def _tree_lock() -> Any:
+    """Writes to case files take the workspace's git lock too: a sync rebasing or merging
+    rewrites the working tree, and a write landing in the middle would be lost or conflicted."""
+    from harness_cli.workspace.gitsync import workspace_lock
+
+    return workspace_lock(paths.locks_dir())
+
+
 def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None) -> None:
     """Commit and push the workspace: "committed and pushed at every meaningful change"."""
     from harness_cli.workspace import gitsync
@@ -97,17 +105,18 @@ def open_case(
             project=project,
             kind=kind,
             title=title,
-            jira=jira,  # type: ignore[arg-type]
+            jira=jira,
             source=source or Source(),
             created_at=now,
             updated_at=now,
         )
-        folder.mkdir(parents=True, exist_ok=True)
-        msg_path = folder / "message.json"
-        atomic_write_json(msg_path, message or {"text": title})
-        # The originating message is evidence: agents may read it, never rewrite it.
-        os.chmod(msg_path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-        atomic_write_text(folder / "case.json", case.model_dump_json(indent=2, by_alias=True))
+        with _tree_lock():
+            folder.mkdir(parents=True, exist_ok=True)
+            msg_path = folder / "message.json"
+            atomic_write_json(msg_path, message or {"text": title})
+            # The originating message is evidence: agents may read it, never rewrite it.
+            os.chmod(msg_path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+            atomic_write_text(folder / "case.json", case.model_dump_json(indent=2, by_alias=True))
         event(log, "case_created", case_id=case_id, project=project, kind=kind)
     sync(f"case {case_id}: opened ({project})", thresholds, only=[folder])
     return Opened(case, True, folder)
@@ -119,14 +128,17 @@ def update_case(case_id: str, thresholds: Thresholds, message: str) -> Iterator[
     synced only if the block succeeds."""
     folder = case_dir(case_id)
     with case_lock(case_id):
-        case = load_case(case_id)
+        with _tree_lock():
+            case = load_case(case_id)
         before = case.model_dump_json(by_alias=True)
         yield case
-        after = case.model_dump_json(indent=2, by_alias=True)
-        changed = json.loads(after) != json.loads(before)
+        changed = case.model_dump_json(by_alias=True) != before
         if changed:
             case.updated_at = clock.now()
-            atomic_write_text(folder / "case.json", case.model_dump_json(indent=2, by_alias=True))
+            with _tree_lock():
+                atomic_write_text(
+                    folder / "case.json", case.model_dump_json(indent=2, by_alias=True)
+                )
     if changed:
         sync(f"case {case_id}: {message}", thresholds, only=[folder])
 
@@ -185,7 +197,7 @@ def register_thread(case: Case, *, channel: str, thread_ts: str, role: str = "ma
             case_dir=str(case_dir(case.id).resolve()),
             project=case.project,
             jira=case.jira,
-            role=role,  # type: ignore[arg-type]
+            role=role,
         )
     return True
 

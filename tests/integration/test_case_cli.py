@@ -10,8 +10,9 @@ import pytest
 
 
 def _git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -21,8 +22,12 @@ def remote(tmp_path: Path) -> Path:
     return bare
 
 
-def test_init_is_idempotent_and_doctor_reports(cli, config_dir: Path, remote: Path,  # type: ignore[no-untyped-def]
-                                               tmp_path: Path) -> None:
+def test_init_is_idempotent_and_doctor_reports(
+    cli,
+    config_dir: Path,
+    remote: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     code, out, err = cli("init", "--remote", str(remote), "--json")
     assert code == 0, err
     first = json.loads(out)
@@ -45,25 +50,57 @@ def test_doctor_on_an_empty_machine_fails_with_fixes(cli) -> None:  # type: igno
     assert checks["config"]["status"] == "fail"
 
 
-def test_case_lifecycle_is_committed_and_pushed(cli, config_dir: Path, remote: Path,  # type: ignore[no-untyped-def]
-                                                tmp_path: Path) -> None:
+def test_case_lifecycle_is_committed_and_pushed(
+    cli,
+    config_dir: Path,
+    remote: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     assert cli("init", "--remote", str(remote))[0] == 0
     ticket = tmp_path / "ticket.txt"
     ticket.write_text("Checkout totals are off by a cent — see BBB-42\n")
-    code, out, err = cli("case", "new", "--project", "team-a", "--title", "Totals off",
-                         "--text", str(ticket), "--json")
+    code, out, err = cli(
+        "case",
+        "new",
+        "--project",
+        "team-a",
+        "--title",
+        "Totals off",
+        "--text",
+        str(ticket),
+        "--json",
+    )
     assert code == 0, err
     data = json.loads(out)["data"]
     assert data["case_id"] == "BBB-42" and data["created"] is True
     case_dir = Path(data["case_dir"])
     assert json.loads((case_dir / "message.json").read_text())["text"].startswith("Checkout")
     # re-running is reported as skipped, not an error
-    code, out, _ = cli("case", "new", "--project", "team-a", "--title", "Totals off",
-                       "--text", str(ticket), "--json")
+    code, out, _ = cli(
+        "case",
+        "new",
+        "--project",
+        "team-a",
+        "--title",
+        "Totals off",
+        "--text",
+        str(ticket),
+        "--json",
+    )
     assert code == 0 and json.loads(out)["skipped"]
 
-    assert cli("case", "register-thread", "BBB-42", "--channel", "C0SUPPORT",
-               "--thread-ts", "1732870000.000100")[0] == 0
+    assert (
+        cli(
+            "case",
+            "register-thread",
+            "BBB-42",
+            "--channel",
+            "C0SUPPORT",
+            "--thread-ts",
+            "1732870000.000100",
+        )[0]
+        == 0
+    )
     tmap = json.loads((tmp_path / "harness-home" / "oncall_thread_map.json").read_text())
     entry = tmap["threads"]["C0SUPPORT/1732870000.000100"]
     assert entry["case_id"] == "BBB-42" and Path(entry["case_dir"]).is_absolute()
@@ -97,8 +134,10 @@ def test_illegal_transition_is_refused_from_the_cli(cli, config_dir: Path) -> No
         case.move("in_progress")
         case.move("mr_open")
         case.move("merged")
-    with pytest.raises(Exception, match="cannot become investigating"), \
-            update_case("X-1", load_config().harness.thresholds, "x") as case:
+    with (
+        pytest.raises(Exception, match="cannot become investigating"),
+        update_case("X-1", load_config().harness.thresholds, "x") as case,
+    ):
         case.move("investigating")
 
 
@@ -108,13 +147,20 @@ def test_unknown_project_is_bad_input(cli, config_dir: Path) -> None:  # type: i
     assert code == 2 and "unknown project 'nope'" in err and "team-a" in err
 
 
-def test_migrate_moves_the_root_and_rewrites_both_maps(cli, config_dir: Path,  # type: ignore[no-untyped-def]
-                                                       tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_migrate_moves_the_root_and_rewrites_both_maps(
+    cli,
+    config_dir: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert cli("init")[0] == 0
     assert cli("case", "new", "--project", "team-a", "--title", "a", "--id", "A-1")[0] == 0
-    assert cli("case", "new", "--project", "team-a", "--title", "b", "--id", "B-1",
-               "--kind", "task")[0] == 0
+    assert (
+        cli("case", "new", "--project", "team-a", "--title", "b", "--id", "B-1", "--kind", "task")[
+            0
+        ]
+        == 0
+    )
     assert cli("case", "register-thread", "A-1", "--channel", "C1", "--thread-ts", "1.1")[0] == 0
     assert cli("case", "register-thread", "B-1", "--channel", "C1", "--thread-ts", "2.2")[0] == 0
     new_root = tmp_path / "renamed-workspace"
@@ -124,8 +170,11 @@ def test_migrate_moves_the_root_and_rewrites_both_maps(cli, config_dir: Path,  #
     assert code == 0, err
     data = json.loads(out)["data"]
     assert data["moved"] is True
-    assert data["rewritten"] == {"task-thread-map.json": 1, "oncall_thread_map.json": 1,
-                                 "monitored-mrs.json": 0}
+    assert data["rewritten"] == {
+        "task-thread-map.json": 1,
+        "oncall_thread_map.json": 1,
+        "monitored-mrs.json": 0,
+    }
     home = tmp_path / "harness-home"
     for name in ("task-thread-map.json", "oncall_thread_map.json"):
         for entry in json.loads((home / name).read_text())["threads"].values():

@@ -15,9 +15,27 @@ from harness_cli.state.locks import workflow_lock
 from tests.conftest import harness_subprocess
 
 CONTRACT_SUBCOMMANDS = {
-    "poll-slack", "listen", "investigate", "review", "followup", "dev-agent", "mr-monitor",
-    "consolidate", "finalize", "gap-patterns", "kb-update", "mcp-watch", "admin", "case",
-    "status", "pause", "resume", "gates", "sandbox", "demo", "doctor",
+    "poll-slack",
+    "listen",
+    "investigate",
+    "review",
+    "followup",
+    "dev-agent",
+    "mr-monitor",
+    "consolidate",
+    "finalize",
+    "gap-patterns",
+    "kb-update",
+    "mcp-watch",
+    "admin",
+    "case",
+    "status",
+    "pause",
+    "resume",
+    "gates",
+    "sandbox",
+    "demo",
+    "doctor",
 }
 
 
@@ -39,20 +57,25 @@ def test_root_help_lists_everything_and_imports_no_command_module() -> None:
         "buf = io.StringIO()\n"
         "with contextlib.redirect_stdout(buf):\n"
         "    code = run(['--help'])\n"
-        "heavy = [m for m in ('anthropic', 'slack_sdk', 'gitlab', 'git', 'harness_cli.commands.case',"
-        " 'harness_cli.commands.demo', 'harness_cli.sandbox.slack_api') if m in sys.modules]\n"
+        "heavy = [m for m in ('anthropic', 'slack_sdk', 'gitlab', 'git',"
+        " 'harness_cli.commands.case', 'harness_cli.commands.demo',"
+        " 'harness_cli.sandbox.slack_api') if m in sys.modules]\n"
         "print(code, heavy, 'poll-slack' in buf.getvalue())\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "0 [] True"
 
 
 def test_importing_the_cli_imports_no_sdk() -> None:
-    probe = ("import sys, harness_cli.cli\n"
-             "print([m for m in ('anthropic','slack_sdk','gitlab','git') if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    probe = (
+        "import sys, harness_cli.cli\n"
+        "print([m for m in ('anthropic','slack_sdk','gitlab','git') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[]"
 
 
@@ -63,7 +86,7 @@ def test_unknown_command_is_usage_error_with_suggestion(cli) -> None:  # type: i
 
 
 def test_not_built_subcommand_exits_1_with_one_line(cli) -> None:  # type: ignore[no-untyped-def]
-    code, out, err = cli("gap-patterns")
+    code, _, err = cli("gap-patterns")
     assert code == 1
     assert err.strip().splitlines() == [
         "harness: gap-patterns is not built yet — see the open issues for the capability "
@@ -74,12 +97,13 @@ def test_not_built_subcommand_exits_1_with_one_line(cli) -> None:  # type: ignor
 def test_json_flag_anywhere_gives_machine_output(cli) -> None:  # type: ignore[no-untyped-def]
     code, out, _ = cli("gap-patterns", "--json")
     assert code == 1
-    assert json.loads(out) == {"ok": False, "error": "NotBuilt", "message": json.loads(out)["message"]}
+    data = json.loads(out)
+    assert data["ok"] is False and data["error"] == "NotBuilt" and "not built" in data["message"]
 
 
 def test_bad_config_exits_2_with_one_line_and_no_traceback(config_dir: Path) -> None:
     (config_dir / "harness.yaml").write_text("operator: [oops\n")
-    code, out, err = harness_subprocess("case", "new", "--project", "team-a", "--title", "x")
+    code, _, err = harness_subprocess("case", "new", "--project", "team-a", "--title", "x")
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
@@ -89,7 +113,7 @@ def test_bad_config_exits_2_with_one_line_and_no_traceback(config_dir: Path) -> 
 
 def test_workflow_is_never_started_twice_concurrently(cli) -> None:  # type: ignore[no-untyped-def]
     assert "investigate" in WORKFLOWS
-    with workflow_lock("investigate", "AAA-1"):  # type: ignore[attr-defined]
+    with workflow_lock("investigate", "AAA-1"):
         code, _, err = cli("investigate", "AAA-1")
     assert code == 3
     assert "locked by another run" in err
@@ -104,7 +128,9 @@ def test_malformed_payload_is_bad_input(cli, tmp_path: Path) -> None:  # type: i
 
 
 def test_unexpected_error_writes_a_crash_log_with_versions(
-    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path  # type: ignore[no-untyped-def]
+    cli,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     from harness_cli.commands import case as case_cmd
 

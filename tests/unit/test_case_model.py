@@ -11,8 +11,13 @@ from harness_cli.workspace.case import TRANSITIONS, Case, derive_case_id, valida
 
 def _case(status: str = "new") -> Case:
     now = clock.now()
-    return Case(id="AAA-1", project="team-a", status=status, created_at=now,  # type: ignore[arg-type]
-                updated_at=now)
+    return Case(
+        id="AAA-1",
+        project="team-a",
+        status=status,
+        created_at=now,  # type: ignore[arg-type]
+        updated_at=now,
+    )
 
 
 def test_case_id_is_the_jira_key_else_stable_from_channel_and_ts() -> None:
@@ -30,8 +35,17 @@ def test_unsafe_case_ids_are_refused(bad: str) -> None:
 
 def test_legal_path_of_one_ticket() -> None:
     case = _case()
-    for status in ("investigating", "awaiting_approval", "approved", "in_progress", "mr_open",
-                   "in_progress", "mr_open", "merged", "closed"):
+    for status in (
+        "investigating",
+        "awaiting_approval",
+        "approved",
+        "in_progress",
+        "mr_open",
+        "in_progress",
+        "mr_open",
+        "merged",
+        "closed",
+    ):
         assert case.move(status, by="test") is True
     assert [h.to for h in case.history][-1] == "closed"
     assert case.history[0].frm == "new"

@@ -98,8 +98,10 @@ def test_default_project_must_exist() -> None:
 def test_a_channel_claimed_twice_is_ambiguous() -> None:
     data = {
         "default_project": "a",
-        "projects": {"a": {"sop": "", "kb": "", "slack_channels": ["C1"]},
-                     "b": {"sop": "", "kb": "", "slack_channels": ["C1"]}},
+        "projects": {
+            "a": {"sop": "", "kb": "", "slack_channels": ["C1"]},
+            "b": {"sop": "", "kb": "", "slack_channels": ["C1"]},
+        },
     }
     with pytest.raises(ValueError, match="claimed by both"):
         ProjectsConfig.model_validate(data)

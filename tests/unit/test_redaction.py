@@ -28,8 +28,10 @@ def test_token_shapes_are_redacted(secret: str) -> None:
 
 
 def test_bearer_header_and_url_credentials() -> None:
-    out = redact("Authorization: Bearer abcdefghijklmnop1234 to "
-                 "https://oauth2:supersecretvalue@gitlab.example.com/g/p.git")
+    out = redact(
+        "Authorization: Bearer abcdefghijklmnop1234 to "
+        "https://oauth2:supersecretvalue@gitlab.example.com/g/p.git"
+    )
     assert "abcdefghijklmnop1234" not in out
     assert "supersecretvalue" not in out
     assert "oauth2:" in out and "gitlab.example.com/g/p.git" in out
@@ -48,8 +50,9 @@ def test_ordinary_text_is_untouched() -> None:
 
 
 def test_log_records_are_redacted_in_message_and_fields() -> None:
-    record = logging.LogRecord("harness.x", logging.ERROR, __file__, 1,
-                               "push failed with %s", (SECRETS[3],), None)
+    record = logging.LogRecord(
+        "harness.x", logging.ERROR, __file__, 1, "push failed with %s", (SECRETS[3],), None
+    )
     record.fields = {"url": f"https://x:{SECRETS[3]}@h/p.git", "n": 3}
     RedactFilter().filter(record)
     line = JsonLines().format(record)

@@ -1,0 +1,1 @@
+"""Seed data for the sandbox emulators: sample projects and the tickets that go with them."""

@@ -1,0 +1,296 @@
+"""A thin, typed wrapper over the git command line — only what workspace sync needs.
+
+Plain ``subprocess`` on purpose: the CLI starts from cron every minute, and GitPython would add
+an import and a long-lived ``git cat-file`` child for nothing we use. Every message that leaves
+this module passes through the harness-wide ``redact``, because remote URLs may carry a token
+(``https://oauth2:glpat-…@gitlab…``) and error lines end up in logs and in Slack.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness_cli.errors import ServiceError
+from harness_cli.logs import redact
+
+FALLBACK_NAME = "harness"
+"""Committer name used when git config has none, so a fresh VM never stops on
+"Please tell me who you are"."""
+FALLBACK_EMAIL = "harness@localhost"
+DEFAULT_TIMEOUT = 300.0
+"""Seconds one git command may run; a hung credential helper or network must not hang cron."""
+
+# Retryable refusals: the remote has commits we lack, or another push moved the branch between
+# the remote's fast-forward check and its ref update ("cannot lock ref … but expected …").
+_REJECTED = re.compile(
+    r"\[rejected\].*\((?:fetch first|non-fast-forward)\)|cannot lock ref .* but expected"
+)
+
+
+class PushRejected(ServiceError):
+    """The remote refused a non-fast-forward push: fetch, integrate and push again."""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    # C locale: the rejection and conflict lines we parse are the untranslated ones.
+    env.update(LC_ALL="C", LANGUAGE="C")
+    # Never wait for a human: no credential prompt, no editor for merge/rebase messages.
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true", GIT_MERGE_AUTOEDIT="no")
+    return env
+
+
+class Git:
+    """Runs git in ``repo_dir``. Methods raise :class:`ServiceError` with a redacted message."""
+
+    def __init__(self, repo_dir: Path, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.repo_dir = Path(repo_dir)
+        self.timeout = timeout
+        self._identity: list[str] | None = None
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def run(self, *args: str) -> str:
+        """Run ``git <args>``; return stdout without its trailing newline; raise on failure."""
+        return self._exec(args).stdout.rstrip("\n")
+
+    def _exec(
+        self, args: Sequence[str], *, check: bool = True, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        where = cwd or self.repo_dir
+        try:
+            proc = subprocess.run(
+                ["git", *args],
+                cwd=where,
+                env=_env(),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                timeout=self.timeout,
+                check=False,
+            )
+        except FileNotFoundError:
+            if shutil.which("git") is None:
+                raise ServiceError(
+                    "git failed. Is it installed?",
+                    hint="install git (e.g. apt-get install git) and run again",
+                ) from None
+            raise ServiceError(
+                f"git {_verb(args)} failed: directory {where} does not exist"
+            ) from None
+        except subprocess.TimeoutExpired:
+            raise ServiceError(
+                f"git {_verb(args)} timed out after {self.timeout:.0f}s in {where}",
+                hint="check the network and the remote, then run again",
+            ) from None
+        if check and proc.returncode != 0:
+            raise self._failure(args, proc)
+        return proc
+
+    def _failure(
+        self,
+        args: Sequence[str],
+        proc: subprocess.CompletedProcess[str],
+        cls: type[ServiceError] = ServiceError,
+    ) -> ServiceError:
+        lines = proc.stderr.splitlines()
+        # push --porcelain reports each refused ref on stdout as "!<tab>ref<tab>[reason]".
+        lines += [line for line in proc.stdout.splitlines() if line.startswith("!")]
+        detail = " | ".join(
+            line.strip() for line in (lines or proc.stdout.splitlines())[-6:] if line.strip()
+        )
+        return cls(
+            redact(
+                f"git {_verb(args)} failed in {self.repo_dir} (exit {proc.returncode}): {detail}"
+            )
+        )
+
+    def _ok(self, *args: str) -> bool:
+        return self._exec(args, check=False).returncode == 0
+
+    def _identity_args(self) -> list[str]:
+        """``-c user.*`` for what config lacks; GIT_AUTHOR_*/GIT_COMMITTER_* env still wins."""
+        if self._identity is None:
+            self._identity = []
+            for key, fallback in (("user.name", FALLBACK_NAME), ("user.email", FALLBACK_EMAIL)):
+                if not self._ok("config", "--get", key):
+                    self._identity += ["-c", f"{key}={fallback}"]
+        return self._identity
+
+    def git_path(self, name: str) -> Path:
+        """The path of ``name`` inside the git dir (``.git/index.lock`` …), worktree-aware."""
+        path = Path(self.run("rev-parse", "--git-path", name))
+        return path if path.is_absolute() else self.repo_dir / path
+
+    # -- repository -------------------------------------------------------------------------
+
+    def is_repo(self) -> bool:
+        """True when ``repo_dir`` is the top level of a work tree (not merely inside one)."""
+        if not self.repo_dir.is_dir():
+            return False
+        proc = self._exec(["rev-parse", "--show-toplevel"], check=False)
+        if proc.returncode != 0:
+            return False
+        return Path(proc.stdout.strip()).resolve() == self.repo_dir.resolve()
+
+    def init(self, initial_branch: str = "main") -> None:
+        self.repo_dir.mkdir(parents=True, exist_ok=True)
+        self.run("init", "-q", f"--initial-branch={initial_branch}")
+
+    @classmethod
+    def clone(cls, url: str, dest: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Git:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        Git(dest.parent, timeout=timeout)._exec(["clone", "-q", "--", url, str(dest)])
+        return cls(dest, timeout=timeout)
+
+    def current_branch(self) -> str | None:
+        """The checked-out branch, or None on a detached HEAD (e.g. mid-rebase)."""
+        proc = self._exec(["symbolic-ref", "--short", "-q", "HEAD"], check=False)
+        if proc.returncode != 0:
+            return None
+        return proc.stdout.strip() or None
+
+    def head_sha(self, ref: str = "HEAD") -> str | None:
+        """The commit ``ref`` names, or None when it does not exist (unborn branch, no ref)."""
+        proc = self._exec(["rev-parse", "--verify", "-q", f"{ref}^{{commit}}"], check=False)
+        if proc.returncode != 0:
+            return None
+        return proc.stdout.strip() or None
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        return self._ok("merge-base", "--is-ancestor", ancestor, descendant)
+
+    def status_porcelain(self) -> str:
+        # --no-optional-locks: a status must never take index.lock away from a real writer.
+        return self.run("--no-optional-locks", "status", "--porcelain")
+
+    # -- remotes ----------------------------------------------------------------------------
+
+    def has_remote(self, name: str = "origin") -> bool:
+        return name in self.run("remote").split()
+
+    def remote_url(self, name: str = "origin") -> str | None:
+        proc = self._exec(["remote", "get-url", name], check=False)
+        return proc.stdout.strip() if proc.returncode == 0 else None
+
+    def add_remote(self, name: str, url: str) -> None:
+        self.run("remote", "add", name, url)
+
+    def remote_heads(self, remote: str) -> dict[str, str]:
+        """Branch name → sha on ``remote`` (a remote name or a URL); empty for an empty remote."""
+        out = self.run("ls-remote", "--heads", remote)
+        heads: dict[str, str] = {}
+        for line in out.splitlines():
+            sha, _, ref = line.partition("\t")
+            heads[ref.removeprefix("refs/heads/")] = sha
+        return heads
+
+    def remote_default_branch(self, remote: str) -> str | None:
+        """The branch the remote's HEAD points at, when the remote says so."""
+        for line in self.run("ls-remote", "--symref", remote, "HEAD").splitlines():
+            if line.startswith("ref: refs/heads/"):
+                return line.split()[1].removeprefix("refs/heads/")
+        return None
+
+    def fetch(self, remote: str = "origin") -> None:
+        self.run("fetch", "-q", remote)
+
+    def push(self, remote: str, branch: str) -> None:
+        """Push the local ``branch``; :class:`PushRejected` when the remote has moved on."""
+        refspec = f"refs/heads/{branch}:refs/heads/{branch}"
+        args = ["push", "--porcelain", remote, refspec]
+        proc = self._exec(args, check=False)
+        if proc.returncode == 0:
+            return
+        if _REJECTED.search(proc.stdout + proc.stderr):
+            raise self._failure(args, proc, PushRejected)
+        raise self._failure(args, proc)
+
+    # -- index and history ------------------------------------------------------------------
+
+    def add(self, paths: Sequence[Path | str] | None = None) -> None:
+        """Stage additions, changes and deletions under ``paths`` (the whole tree when None;
+        nothing for an empty list)."""
+        specs = ["."] if paths is None else [str(p) for p in paths]
+        if specs:
+            self.run("add", "-A", "--", *specs)
+
+    def is_tracked(self, path: Path | str) -> bool:
+        """True when the index holds ``path`` or anything under it."""
+        return bool(self.run("ls-files", "--", str(path)))
+
+    def commit(self, message: str, *, allow_empty: bool = False) -> str | None:
+        """Commit the index; return the new sha, or None when nothing is staged."""
+        if not allow_empty and self._ok("diff", "--cached", "--quiet"):
+            return None
+        extra = ["--allow-empty"] if allow_empty else []
+        self.run(*self._identity_args(), "commit", "-q", "-m", message, *extra)
+        return self.head_sha()
+
+    def rebase(self, onto: str) -> bool:
+        """Rebase the current branch onto ``onto``; False on a conflict (left in progress)."""
+        args = [*self._identity_args(), "rebase", "-q", "--autostash", onto]
+        proc = self._exec(args, check=False)
+        if proc.returncode == 0:
+            return True
+        if self.rebase_in_progress():
+            return False
+        raise self._failure(args, proc)
+
+    def rebase_abort(self) -> None:
+        self.run("rebase", "--abort")
+
+    def rebase_in_progress(self) -> bool:
+        return self.git_path("rebase-merge").exists() or self.git_path("rebase-apply").exists()
+
+    def merge(self, ref: str, strategy_option: str | None = None) -> bool:
+        """Merge ``ref`` with a merge commit; False on a conflict (left in progress).
+
+        Unrelated histories are allowed: a workspace initialized on two machines before they
+        first met must still converge.
+        """
+        extra = ["-X", strategy_option] if strategy_option else []
+        args = [
+            *self._identity_args(),
+            "merge", "-q", "--no-edit", "--no-ff", "--autostash",
+            "--allow-unrelated-histories", *extra, ref,
+        ]  # fmt: skip
+        proc = self._exec(args, check=False)
+        if proc.returncode == 0:
+            return True
+        if self.merge_in_progress():
+            return False
+        raise self._failure(args, proc)
+
+    def merge_abort(self) -> None:
+        self.run("merge", "--abort")
+
+    def merge_in_progress(self) -> bool:
+        return self.git_path("MERGE_HEAD").exists()
+
+    def unmerged_paths(self) -> list[str]:
+        out = self._exec(["diff", "--name-only", "--diff-filter=U", "-z"]).stdout
+        return sorted({p for p in out.split("\0") if p})
+
+    def conclude_merge(self) -> str | None:
+        """Commit an in-progress merge whose conflicts are resolved in the index."""
+        self.run(*self._identity_args(), "commit", "-q", "--no-edit")
+        return self.head_sha()
+
+
+def _verb(args: Sequence[str]) -> str:
+    """The git subcommand in ``args``, skipping ``-c key=value`` pairs and global flags."""
+    it = iter(args)
+    for arg in it:
+        if arg == "-c":
+            next(it, None)
+        elif not arg.startswith("-"):
+            return arg
+    return "?"

@@ -1,0 +1,69 @@
+"""L1/L2: dispatch writes its payload first, then starts the workflow with the chosen backend."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from harness_cli import dispatch
+from harness_cli.errors import ConfigError
+
+
+def _payload(workflow: str = "investigate", case_id: str = "AAA-1") -> dispatch.Payload:
+    return dispatch.Payload(
+        workflow=workflow,
+        case_id=case_id,
+        case_dir=f"/ws/case-workspaces/{case_id}",
+        channel="C0SUPPORT",
+        thread_ts="1.000100",
+        trigger=dispatch.Trigger(kind="new_ticket", ts="1.000100", user="U0CUSTOMER"),
+    )
+
+
+def test_record_writes_the_payload_and_starts_nothing(tmp_path: Path) -> None:
+    done = dispatch.dispatch(_payload(), backend="record")
+    assert done.started is False
+    assert done.payload_file.parent == tmp_path / "harness-home" / "payloads"
+    assert done.payload_file.name.endswith("-investigate-AAA-1.json")
+    data = json.loads(done.payload_file.read_text())
+    for key in ("workflow", "case_id", "case_dir", "channel", "thread_ts", "trigger"):
+        assert key in data
+    assert data["trigger"] == {"kind": "new_ticket", "ts": "1.000100", "user": "U0CUSTOMER"}
+    assert dispatch.load_payload(done.payload_file).case_id == "AAA-1"
+
+
+def test_backend_choice_honours_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_DISPATCH", "inline")
+    assert dispatch.choose_backend("local") == "inline"
+    monkeypatch.setenv("HARNESS_DISPATCH", "cron")
+    with pytest.raises(ConfigError, match="not a dispatch backend"):
+        dispatch.choose_backend()
+
+
+def test_inline_runs_the_workflow_in_process_and_returns_its_code() -> None:
+    done = dispatch.dispatch(_payload("gap-patterns-not-a-workflow"), backend="inline")
+    # an unknown command is a usage error (2): the payload still went to disk first
+    assert done.exit_code == 2 and done.payload_file.exists()
+    done = dispatch.dispatch(_payload("investigate"), backend="inline")
+    assert done.exit_code == 1  # "investigate is not built yet", after taking its lock
+
+
+def test_local_starts_a_detached_process_with_its_own_log(tmp_path: Path) -> None:
+    done = dispatch.dispatch(_payload("investigate", "LOC-1"), backend="local")
+    assert done.started
+    log = Path(done.detail.removeprefix("log "))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if log.exists() and "not built yet" in log.read_text():
+            break
+        time.sleep(0.1)
+    assert "investigate is not built yet" in log.read_text()
+
+
+def test_payloads_sort_by_time_and_never_collide() -> None:
+    files = [dispatch.dispatch(_payload(), backend="record").payload_file for _ in range(5)]
+    assert len(set(files)) == 5
+    assert sorted(files) == files
