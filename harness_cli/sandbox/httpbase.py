@@ -104,6 +104,8 @@ class RecordedRequest:
     headers: dict[str, str]
     body: bytes
     status: int = 0
+    elapsed: float = 0.0
+    """Seconds the emulator spent answering (headers ready; a stream's body not included)."""
 
     def json_body(self) -> Any:
         try:
@@ -235,6 +237,11 @@ class Emulator:
         body = fault.body if fault.body is not None else {"error": f"injected {fault.status}"}
         return Response.json(body, status=fault.status, headers=dict(fault.headers))
 
+    def busy_seconds(self) -> float:
+        """Total time spent answering recorded requests (the demo's benchmark reads it)."""
+        with self.lock:
+            return sum(r.elapsed for r in self.requests)
+
     def recorded(self, match: str = "", method: str | None = None) -> list[RecordedRequest]:
         with self.lock:
             return [
@@ -297,6 +304,7 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # noqa: BLE001 - an emulator bug must answer 500, not hang
             resp = Response.json({"error": f"emulator error: {exc!r}"}, status=500)
         record.status = resp.status
+        record.elapsed = time.time() - record.at
         if resp.drop:
             self.close_connection = True
             with contextlib.suppress(OSError):

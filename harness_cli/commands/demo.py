@@ -1,0 +1,84 @@
+"""harness demo — one whole ticket on the sandbox, offline, no tokens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from harness_cli.commands import new_app
+from harness_cli.output import OPTIONS, emit
+from harness_cli.result import Result
+
+app = new_app("One whole ticket on the sandbox, offline.")
+
+_MARK = {
+    "done": "[green]✓[/green]",
+    "failed": "[red]✗[/red]",
+    "not built": "[yellow]·[/yellow]",
+    "waiting": "[dim]…[/dim]",
+}
+
+
+@app.command()
+def demo(
+    keep: Path | None = typer.Option(
+        None,
+        "--keep",
+        help="Leave everything under DIR: home, workspace, remotes, sandbox-state.json.",
+        file_okay=False,
+    ),
+) -> None:
+    """Post a ticket into the sandbox's #support and drive it through every built workflow."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    from harness_cli.sandbox.demo import StepResult, run_demo
+
+    console = Console(stderr=OPTIONS.json, highlight=False)
+
+    def show(step: StepResult) -> None:
+        took = f" [dim]{step.seconds:.1f}s[/dim]" if step.seconds else ""
+        console.print(f"{_MARK[step.status]} {escape(step.name)} — {escape(step.detail)}{took}")
+
+    with console.status("starting the sandbox (Slack, GitLab, Anthropic)…"):
+        report = run_demo(keep.absolute() if keep else None, on_step=show)
+
+    s = report.summary
+    tokens = s.get("tokens", {})
+    result = Result(
+        "demo",
+        data={
+            "root": str(report.root) if keep else None,
+            "steps": [step.__dict__ for step in report.steps],
+            "summary": s,
+            "wall_seconds": round(report.wall_seconds, 2),
+            "emulator_seconds": round(report.emulator_seconds, 2),
+        },
+        columns=["case", "status", "exit line", "MR", "pipelines", "replies", "tokens in/out"],
+    )
+    result.rows = [
+        [
+            s.get("case", "-"),
+            s.get("status", "-"),
+            s.get("exit", "-"),
+            s.get("mr", "-"),
+            ", ".join(s.get("pipelines", [])) or "-",
+            str(s.get("replies", 0)),
+            f"{tokens.get('input_tokens', 0)}/{tokens.get('output_tokens', 0)}",
+        ]
+    ]
+    not_built = [step.name for step in report.steps if step.status == "not built"]
+    if not_built:
+        result.messages.append("not built yet: " + ", ".join(not_built))
+    result.messages.append(
+        f"wall {report.wall_seconds:.1f}s, of which {report.emulator_seconds:.1f}s inside the "
+        "emulators"
+    )
+    if keep:
+        result.messages.append(f"everything the run wrote is under {keep}")
+    failed = [step for step in report.steps if step.status == "failed"]
+    if failed:
+        result.errors.extend(f"{step.name}: {step.detail}" for step in failed)
+        result.exit_code = 1
+    emit(result)

@@ -1,0 +1,247 @@
+"""``harness demo``: one whole ticket on the sandbox, offline, driving the real subcommands.
+
+Slack message → poll-slack → investigate → review → operator approval → dev-agent → mr-monitor
+(red CI → fix_ci → green; reviewer note → address_review) → merge → finalize. Each step runs the
+real subcommand in-process with the ``inline`` dispatcher; a step whose subcommand is not built
+yet is listed as such, and the steps that need it wait. Nothing here pretends to be a workflow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness_cli.cli import COMMANDS, run
+from harness_cli.sandbox.runner import Sandbox
+from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
+
+TICKET_KEY = "AAA-101"
+CUSTOMER = "U0CUSTOMER"
+SUPPORT = "C0SUPPORT"
+SELF_DM = "D0SELF"
+
+
+@dataclass
+class StepResult:
+    name: str
+    status: str  # done | failed | not built | waiting
+    detail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class DemoReport:
+    root: Path
+    steps: list[StepResult] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+    wall_seconds: float = 0.0
+    emulator_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(s.status in ("done", "not built", "waiting") for s in self.steps)
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    command: str
+    argv: Callable[[DemoContext], list[str]]
+    needs: tuple[str, ...] = ()
+    fallback: tuple[str, Callable[[DemoContext], list[str]]] | None = None
+    """Used when ``command`` is not built: another real subcommand that does the same job by
+    hand (e.g. ``case new`` in place of poll-slack), so later steps still have a case."""
+
+
+@dataclass
+class DemoContext:
+    root: Path
+    sandbox: Sandbox
+    ticket_ts: str = ""
+
+    @property
+    def case_id(self) -> str:
+        return TICKET_KEY
+
+
+STEPS: tuple[Step, ...] = (
+    Step("init", "init", lambda c: ["init", "--remote", str(c.root / "remotes" / "workspace.git")]),
+    Step(
+        "poll-slack: ticket → case",
+        "poll-slack",
+        lambda c: ["poll-slack"],
+        needs=("init",),
+        fallback=(
+            "case",
+            lambda c: [
+                "case",
+                "new",
+                "--project",
+                "team-a",
+                "--id",
+                TICKET_KEY,
+                "--title",
+                f"{TICKET_KEY}: bulk discount not applied at 10 units",
+                "--text",
+                str(c.root / "ticket.txt"),
+            ],
+        ),
+    ),
+    Step("investigate", "investigate", lambda c: ["investigate", c.case_id], needs=("init",)),
+    Step("review", "review", lambda c: ["review", c.case_id], needs=("investigate",)),
+    Step("operator approval", "admin", lambda c: ["admin", f"task {c.case_id}"], needs=("review",)),
+    Step(
+        "dev-agent (task)",
+        "dev-agent",
+        lambda c: ["dev-agent", c.case_id, "--mode", "task"],
+        needs=("operator approval",),
+    ),
+    Step(
+        "mr-monitor (red CI → fix_ci)",
+        "mr-monitor",
+        lambda c: ["mr-monitor"],
+        needs=("dev-agent (task)",),
+    ),
+    Step(
+        "mr-monitor (review → address_review)",
+        "mr-monitor",
+        lambda c: ["mr-monitor"],
+        needs=("mr-monitor (red CI → fix_ci)",),
+    ),
+    Step(
+        "mr-monitor (merged → close)",
+        "mr-monitor",
+        lambda c: ["mr-monitor"],
+        needs=("mr-monitor (review → address_review)",),
+    ),
+    Step(
+        "finalize",
+        "finalize",
+        lambda c: ["finalize", c.case_id],
+        needs=("mr-monitor (merged → close)",),
+    ),
+)
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+
+
+def _seed_config(root: Path) -> Path:
+    """The shipped example agent-config/ (it names the sandbox's channel, users and project)."""
+    target = root / "agent-config"
+    shipped = Path.cwd() / "agent-config"
+    if shipped.is_dir() and not target.exists():
+        shutil.copytree(shipped, target)
+    return target
+
+
+def run_demo(
+    keep: Path | None = None, on_step: Callable[[StepResult], None] | None = None
+) -> DemoReport:
+    root = keep or Path(tempfile.mkdtemp(prefix="harness-demo-"))
+    root.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    report = DemoReport(root)
+    with Sandbox(root / "sandbox") as box:
+        ctx = DemoContext(root, box)
+        (root / "remotes").mkdir(exist_ok=True)
+        import subprocess
+
+        subprocess.run(
+            ["git", "init", "--bare", "-q", str(root / "remotes" / "workspace.git")], check=True
+        )
+        env = {
+            **box.env(),
+            "HARNESS_HOME": str(root / "home"),
+            "HARNESS_WORKSPACE": str(root / "workspace"),
+            "HARNESS_CONFIG": str(_seed_config(root)),
+            "HARNESS_DISPATCH": "inline",
+        }
+        ticket = f"{SAMPLE_TICKET} ({TICKET_KEY})"
+        (root / "ticket.txt").write_text(ticket + "\n", encoding="utf-8")
+        with _environment(env):
+            ctx.ticket_ts = str(box.slack.post_as(SUPPORT, CUSTOMER, ticket)["ts"])
+            for step in STEPS:
+                result = _run_step(step, ctx, report)
+                report.steps.append(result)
+                if on_step:
+                    on_step(result)
+        report.summary = _summary(ctx, env)
+        report.emulator_seconds = sum(
+            e.busy_seconds() for e in (box.slack, box.gitlab, box.anthropic)
+        )
+        box.write_state(root / "sandbox-state.json")
+    report.wall_seconds = time.monotonic() - started
+    if keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+    return report
+
+
+def _run_step(step: Step, ctx: DemoContext, report: DemoReport) -> StepResult:
+    done = {s.name for s in report.steps if s.status == "done"}
+    missing = [n for n in step.needs if n not in done]
+    if missing:
+        return StepResult(step.name, "waiting", f"needs {', '.join(missing)}")
+    command, argv = step.command, step.argv(ctx)
+    note = ""
+    if COMMANDS[command].module is None:
+        if step.fallback is None:
+            return StepResult(step.name, "not built", f"`harness {command}` is not built yet")
+        command, argv = step.fallback[0], step.fallback[1](ctx)
+        note = f" (`{step.command}` not built yet: by hand)"
+    started = time.monotonic()
+    # Each subcommand's own output goes to demo.log; the demo shows one line per step.
+    with (
+        open(ctx.root / "demo.log", "a", encoding="utf-8") as log,
+        contextlib.redirect_stdout(log),
+        contextlib.redirect_stderr(log),
+    ):
+        log.write(f"\n$ harness {' '.join(argv)}\n")
+        log.flush()
+        code = run(argv)
+    seconds = time.monotonic() - started
+    shown = "harness " + " ".join(a if " " not in a else repr(a) for a in argv)
+    if code != 0:
+        return StepResult(step.name, "failed", f"{shown} exited {code} (see demo.log)", seconds)
+    return StepResult(step.name, "done", shown + note, seconds)
+
+
+def _summary(ctx: DemoContext, env: dict[str, str]) -> dict[str, Any]:
+    import json
+
+    state = ctx.sandbox.state()
+    case_file = Path(env["HARNESS_WORKSPACE"]) / "case-workspaces" / ctx.case_id / "case.json"
+    case: dict[str, Any] = json.loads(case_file.read_text()) if case_file.exists() else {}
+    self_dm: dict[str, Any] = next(
+        (c for c in state["slack"]["channels"] if c["id"] == SELF_DM), {}
+    )
+    mrs = [m for m in state["gitlab"]["merge_requests"] if m["project"] == SAMPLE_PROJECT_PATH]
+    return {
+        "case": case.get("id", "-"),
+        "status": case.get("status", "-"),
+        "exit": case.get("exit") or "-",
+        "mr": mrs[-1].get("web_url", f"!{mrs[-1]['iid']}") if mrs else "-",
+        "pipelines": [p["status"] for p in state["gitlab"]["pipelines"]],
+        "replies": len(self_dm.get("messages", [])),
+        "model_requests": state["anthropic"].get("messages", state["anthropic"]["requests"]),
+        "tokens": state["anthropic"]["usage"],
+    }

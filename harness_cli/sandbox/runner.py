@@ -1,0 +1,127 @@
+"""The three emulators together, seeded, with the environment that points the harness at them.
+
+Used by ``harness sandbox`` (until Ctrl-C), ``harness demo`` (in-process) and tests. The
+environment it hands out is the one an operator would set for the real services; nothing in
+the harness knows it is talking to an emulator.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness_cli.errors import InputError
+from harness_cli.sandbox.anthropic_api import AnthropicEmulator
+from harness_cli.sandbox.gitlab_api import GitLabEmulator
+from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, seed_sample_project
+from harness_cli.sandbox.slack_api import SlackEmulator
+from harness_cli.state.store import atomic_write_json, atomic_write_text
+
+# Tokens the sandbox hands out. They look like the real shapes so that the redaction filter
+# and the token checks are exercised the same way as in production.
+SANDBOX_TOKENS = {
+    "SLACK_USER_TOKEN": "xoxp-0000000000-sandbox-operator",
+    "SLACK_APP_TOKEN": "xapp-1-A0HARNESS-0000-sandbox",
+    "GITLAB_TOKEN": "glpat-sandboxsandbox0000",
+    "ANTHROPIC_API_KEY": "sk-ant-sandbox-0000000000",
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    script: str
+    """The model script the Anthropic emulator plays (``sandbox/scripts/<script>.yaml``)."""
+    projects: tuple[str, ...] = (SAMPLE_PROJECT_PATH,)
+
+
+SCENARIOS = {
+    "default": Scenario(
+        "default",
+        "#support (C0SUPPORT), the operator's self-DM (D0SELF) and acme/pricing-service, a "
+        "small Python repo whose bulk discount has an off-by-one bug and whose CI runs pytest",
+        script="smoke",
+    ),
+}
+
+
+@dataclass
+class Sandbox:
+    root: Path
+    scenario: Scenario = field(default_factory=lambda: SCENARIOS["default"])
+    slack: SlackEmulator = field(init=False)
+    gitlab: GitLabEmulator = field(init=False)
+    anthropic: AnthropicEmulator = field(init=False)
+
+    def start(self) -> Sandbox:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.slack = SlackEmulator()
+        self.gitlab = GitLabEmulator(self.root / "gitlab")
+        self.anthropic = AnthropicEmulator(self.scenario.script)
+        for emulator in (self.slack, self.gitlab, self.anthropic):
+            emulator.start()
+        for path in self.scenario.projects:
+            seed_sample_project(self.gitlab, path=path)
+        return self
+
+    def stop(self) -> None:
+        for name in ("anthropic", "gitlab", "slack"):
+            emulator = getattr(self, name, None)
+            if emulator is not None:
+                emulator.stop()
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def env(self) -> dict[str, str]:
+        """What an operator exports to point the harness (and the claude CLI) here."""
+        return {
+            "SLACK_API_URL": f"{self.slack.url}/api/",
+            "GITLAB_URL": self.gitlab.url,
+            "ANTHROPIC_BASE_URL": self.anthropic.url,
+            **SANDBOX_TOKENS,
+            # keep the real claude CLI offline (CLAUDE-CLI-FACTS.md)
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "IS_SANDBOX": "1",
+        }
+
+    def write_env_file(self, path: Path) -> Path:
+        lines = [f"export {k}={shlex.quote(v)}" for k, v in self.env().items()]
+        atomic_write_text(
+            path, "# source this file to point harness at the sandbox\n" + "\n".join(lines) + "\n"
+        )
+        return path
+
+    def state(self) -> dict[str, Any]:
+        """Every emulator's state (``sandbox-state.json``)."""
+        return {
+            "scenario": self.scenario.name,
+            "slack": self.slack.snapshot(),
+            "gitlab": self.gitlab.snapshot(),
+            "anthropic": self.anthropic.snapshot(),
+        }
+
+    def write_state(self, path: Path) -> Path:
+        atomic_write_json(path, self.state())
+        return path
+
+
+def scenario(name: str) -> Scenario:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise InputError(
+            f"unknown sandbox scenario {name!r}", hint=f"one of: {', '.join(SCENARIOS)}"
+        ) from None
+
+
+def describe(sandbox: Sandbox) -> str:
+    return json.dumps({"scenario": sandbox.scenario.name, "env": sandbox.env()}, indent=2)

@@ -1,0 +1,105 @@
+"""`harness sandbox` and `harness demo` as an operator runs them: real subprocesses, real
+clients against the emulators they start."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, harness_subprocess
+
+pytestmark = pytest.mark.slow
+
+
+def test_sandbox_serves_the_real_clients_until_interrupted(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness_cli", "sandbox", "--dir", str(tmp_path / "box"), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        started = json.loads(proc.stdout.readline())
+        env = started["env"]
+        env_file = Path(started["env_file"]).read_text()
+        assert f"export SLACK_API_URL={env['SLACK_API_URL']}" in env_file
+
+        from slack_sdk import WebClient
+
+        slack = WebClient(token=env["SLACK_USER_TOKEN"], base_url=env["SLACK_API_URL"])
+        assert slack.auth_test()["user_id"] == "U0OPERATOR"
+        history = slack.conversations_history(channel="C0SUPPORT")
+        assert history["ok"] is True
+
+        import gitlab
+
+        gl = gitlab.Gitlab(env["GITLAB_URL"], private_token=env["GITLAB_TOKEN"])
+        project = gl.projects.get("acme/pricing-service")
+        assert project.default_branch == "main"
+
+        import urllib.request
+
+        req = urllib.request.Request(
+            f"{env['ANTHROPIC_BASE_URL']}/v1/models",
+            headers={"x-api-key": env["ANTHROPIC_API_KEY"]},
+        )
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            assert json.loads(resp.read())["data"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    state = json.loads((tmp_path / "box" / "sandbox-state.json").read_text())
+    assert {"slack", "gitlab", "anthropic"} <= set(state)
+
+
+def test_unknown_scenario_is_bad_usage() -> None:
+    code, _, err = harness_subprocess("sandbox", "--scenario", "nope", "--for", "0")
+    assert code == 2 and "unknown sandbox scenario 'nope'" in err
+
+
+def test_make_demo_path_runs_offline_and_keeps_its_state(tmp_path: Path) -> None:
+    keep = tmp_path / "demo"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness_cli", "demo", "--keep", str(keep), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    steps = {s["name"]: s["status"] for s in report["data"]["steps"]}
+    assert steps["init"] == "done"
+    assert steps["poll-slack: ticket → case"] == "done"
+    assert report["data"]["summary"]["case"] == "AAA-101"
+    # everything it wrote is there, in the documented layout
+    for sub in ("home", "workspace", "remotes", "sandbox-state.json"):
+        assert (keep / sub).exists(), sub
+    state = json.loads((keep / "sandbox-state.json").read_text())
+    support = next(c for c in state["slack"]["channels"] if c["id"] == "C0SUPPORT")
+    assert support["messages"][0]["user"] == "U0CUSTOMER"
+    assert {"ts", "thread_ts", "user", "bot_id", "text"} <= set(support["messages"][0])
+    assert state["gitlab"]["projects"][0]["path"] == "acme/pricing-service"
+    for key in ("merge_requests", "pipelines"):
+        assert isinstance(state["gitlab"][key], list)
+    assert "requests" in state["anthropic"] and "usage" in state["anthropic"]
+    # the case went through the real workspace sync to the remote
+    log = subprocess.run(
+        ["git", "log", "--format=%s", "main"],
+        cwd=keep / "remotes" / "workspace.git",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "case AAA-101: opened (team-a)" in log
