@@ -27,6 +27,7 @@ from harness_cli.state.store import atomic_write_json, atomic_write_text
 from harness_cli.workspace.case import Case, Source, validate_case_id
 
 log = logging.getLogger("harness.workspace")
+system_log = logging.getLogger("harness.system.sync")
 
 
 @dataclass
@@ -81,6 +82,8 @@ def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None
     )
     if result.conflicts:
         event(log, "workspace_conflict_kept_local", logging.WARNING, paths=result.conflicts)
+    event(system_log, "workspace_synced", logging.INFO, message=message,
+          committed=result.committed, pushed=result.pushed, attempts=result.attempts)
 
 
 def open_case(
