@@ -28,8 +28,10 @@ class Entry:
 # Order is the order `harness --help` lists them: the flow of one ticket, then the operator's
 # tools, then the machinery.
 COMMANDS: dict[str, Entry] = {
-    "poll-slack": Entry(None, "One Slack poll cycle: new tickets, thread replies, admin commands."),
-    "listen": Entry(None, "Socket Mode listener (long-running, optional)."),
+    "poll-slack": Entry(
+        "poll_slack", "One Slack poll cycle: tickets, thread replies, admin commands."
+    ),
+    "listen": Entry("listen", "Socket Mode listener (long-running, optional)."),
     "investigate": Entry(None, "Run the gated investigation loop on a case."),
     "review": Entry(None, "Adversarial review (D1-D15) and red-team review (G5) of a case."),
     "followup": Entry(None, "Answer the operator's newest replies in a case thread."),
@@ -42,11 +44,11 @@ COMMANDS: dict[str, Entry] = {
     "gap-patterns": Entry(None, "Cluster gap reports across cases into recurring failure modes."),
     "kb-update": Entry(None, "Tally failure modes per project into SOP suggestions."),
     "mcp-watch": Entry(None, "One health cycle over the MCP servers in mcp.json."),
-    "admin": Entry(None, 'Run one admin command line, e.g. harness admin "oncall status".'),
+    "admin": Entry("admin", 'Run one admin command line, e.g. harness admin "oncall status".'),
     "case": Entry("case", "The case registry: new, list, show, register-thread, close, migrate."),
-    "status": Entry(None, "Report pause state, open cases and monitored MRs."),
-    "pause": Entry(None, "Pause automatic dispatch (optionally for a DURATION)."),
-    "resume": Entry(None, "End a pause."),
+    "status": Entry("status", "Report pause state, open cases and monitored MRs."),
+    "pause": Entry("pause", "Pause automatic dispatch (optionally for a DURATION)."),
+    "resume": Entry("resume", "End a pause."),
     "gates": Entry(None, "Evaluate the quality gates on a completion report."),
     "sandbox": Entry("sandbox", "Start the local Slack, GitLab and Anthropic emulators."),
     "demo": Entry("demo", "One whole ticket on the sandbox, offline."),

@@ -50,6 +50,15 @@ class Thresholds(_Human):
     """finalize: a case idle this long rolls its gap reports into one MR."""
     lock_timeout_seconds: float = Field(30.0, gt=0)
     """How long a read-modify-write waits for a state-file lock before giving up."""
+    read_lag_window_seconds: float = Field(60.0, ge=0)
+    """Slack's conversations.history "can lag by anywhere from 1 to 30 seconds": a channel
+    cursor never moves closer than this to the newest message seen, and on an empty poll it
+    does not move at all; the dedup set filters the repeats."""
+    first_poll_lookback_minutes: float = Field(60.0, ge=0)
+    """A channel polled for the first time starts this far back (not from the beginning)."""
+    poll_cycle_budget_seconds: float = Field(30.0, gt=0)
+    """One poll-slack cycle honours 429 Retry-After only while it fits in this budget; past it
+    the cycle ends cleanly with the cursors where they were."""
 
 
 class HarnessConfig(_Human):

@@ -181,6 +181,30 @@ def dispatch(payload: Payload, *, backend: Backend | None = None) -> Dispatched:
     return Dispatched(chosen, payload_file, started=True, detail=f"log {logfile}")
 
 
+def spawn(argv: list[str], *, backend: Backend | None = None) -> int | None:
+    """Start a command that is not tied to one case (e.g. ``gap-patterns``): inline runs it
+    here and returns its code; record does nothing; the others detach it."""
+    chosen = backend or choose_backend()
+    event(log, "spawn", argv=argv, backend=chosen)
+    if chosen == "record":
+        return None
+    if chosen == "inline":
+        from harness_cli.cli import run
+
+        return run(argv)
+    logfile = paths.logs_dir() / "workflows" / f"{clock.stamp()}-{argv[0]}.log"
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    with open(logfile, "ab") as out:
+        subprocess.Popen(
+            [sys.executable, "-m", "harness_cli", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return None
+
+
 def _passed_env() -> list[str]:
     """What a transient unit must inherit: our variables and the services' (never printed)."""
     prefixes = ("HARNESS_", "SLACK_", "GITLAB_", "ANTHROPIC_", "CLAUDE_", "PATH", "HOME")

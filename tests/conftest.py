@@ -8,6 +8,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,3 +84,39 @@ def harness_subprocess(
         check=False,
     )
     return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture
+def slack_emu(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The sandbox's Slack emulator, with the harness's env pointing at it."""
+    from harness_cli.sandbox.slack_api import SlackEmulator
+
+    emu = SlackEmulator()
+    emu.start()
+    monkeypatch.setenv("SLACK_API_URL", emu.url + "/api/")
+    monkeypatch.setenv("SLACK_USER_TOKEN", "xoxp-0000000000-test-operator")
+    try:
+        yield emu
+    finally:
+        emu.stop()
+
+
+@pytest.fixture
+def harness_ready(cli, config_dir: Path) -> Path:  # type: ignore[no-untyped-def]
+    """`harness init` done on the example config (local-only workspace)."""
+    code, _, err = cli("init")
+    assert code == 0, err
+    return config_dir
+
+
+def payloads(tmp_path: Path, workflow: str | None = None) -> list[dict[str, Any]]:
+    """The dispatch payloads recorded so far (HARNESS_DISPATCH=record), oldest first."""
+    import json
+
+    folder = tmp_path / "harness-home" / "payloads"
+    found = (
+        [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+        if folder.exists()
+        else []
+    )
+    return [p for p in found if workflow is None or p["workflow"] == workflow]

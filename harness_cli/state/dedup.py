@@ -34,6 +34,15 @@ def claim(keys: Iterable[str], *, ttl_hours: float, max_entries: int) -> list[st
     return fresh
 
 
+def release(keys: Iterable[str]) -> None:
+    """Give claims back (the work failed before it was done): the next cycle retries them."""
+    drop = set(keys)
+    if drop:
+        with socket_dedup().update() as state:
+            for key in drop:
+                state.seen.pop(key, None)
+
+
 def is_seen(key: str) -> bool:
     expires = socket_dedup().read().seen.get(key)
     return expires is not None and expires > clock.epoch()

@@ -35,6 +35,8 @@ class ThreadEntry(_State):
     """Closed cases are not polled for replies."""
     evicted: bool = False
     """Set when Slack answered thread_not_found: the thread drops out of every later cycle."""
+    last_seen_ts: str = ""
+    """Newest reply already read; the next replies call starts near it."""
 
 
 class ThreadMap(_State):
@@ -61,6 +63,9 @@ class MonitoredMr(_State):
     ci_status: str = ""
     fix_ci_attempts: int = 0
     paused: bool = False
+    """``admin: mr pause``: no auto-replies on this MR until resumed."""
+    rescan_requested: bool = False
+    """``admin: mr rescan``: the next mr-monitor cycle checks this MR whatever its timers say."""
     state: str = "opened"
 
 
@@ -87,6 +92,15 @@ class PatchPrState(_State):
     cases: dict[str, PatchPrEntry] = Field(default_factory=dict)
 
 
+class HeldBack(_State):
+    """One dispatch that the pause held back."""
+
+    at: datetime
+    trigger: str
+    case_id: str
+    detail: str = ""
+
+
 class OncallState(_State):
     """``oncall-state.json``: the kill switch. Pausing silences automatic dispatch triggered by
     other people's activity — never the operator's own commands."""
@@ -99,6 +113,9 @@ class OncallState(_State):
     auto_monitor: bool | None = None
     """``oncall-toggle`` override of harness.yaml's ``auto_monitor``; None = use the config."""
     paused_mrs: list[str] = Field(default_factory=list)
+    held_back: list[HeldBack] = Field(default_factory=list)
+    """What the current pause held back (newest last, bounded)."""
+    held_back_total: int = 0
 
 
 class ChannelCursor(_State):

@@ -1,0 +1,45 @@
+"""harness poll-slack — one poll cycle over the support channels, the self-DM and the live
+case threads; new tickets, replies and admin commands become dispatches."""
+
+from __future__ import annotations
+
+from harness_cli.commands import new_app
+from harness_cli.output import emit
+from harness_cli.result import Result
+
+app = new_app("One Slack poll cycle: new tickets, thread replies, admin commands.")
+
+
+@app.command()
+def poll_slack() -> None:
+    """Run one cycle and exit (cron runs it every minute; safe to run twice at once)."""
+    from harness_cli.intake.build import intake_context
+    from harness_cli.intake.poller import poll_cycle
+    from harness_cli.state.locks import hold
+
+    with hold("poll-slack", timeout=0, what="poll-slack"):
+        ctx = intake_context()
+        poll_cycle(ctx)
+    emit(tally_result("poll-slack", ctx.tally))
+
+
+def tally_result(action: str, tally: object) -> Result:
+    from dataclasses import asdict
+
+    from harness_cli.intake.context import Tally
+
+    assert isinstance(tally, Tally)
+    result = Result(action, data=asdict(tally))
+    result.changed += [f"new case {c}" for c in tally.new_cases]
+    result.changed += [f"dispatched {d}" for d in tally.dispatched]
+    result.changed += [f"admin: {a}" for a in tally.admin]
+    result.skipped += [f"held back while paused: {h}" for h in tally.held_back]
+    result.skipped += [f"evicted dead thread {e}" for e in tally.evicted]
+    if tally.ended_early:
+        result.messages.append(f"cycle ended early: {tally.ended_early}")
+    result.errors += tally.errors
+    if not (tally.new_cases or tally.dispatched or tally.admin):
+        result.messages.append(f"nothing new ({tally.calls} Slack calls)")
+    if tally.errors:
+        result.exit_code = 1
+    return result

@@ -1,0 +1,34 @@
+"""harness status — pause state, auto-monitor, what was held back, open cases, MRs."""
+
+from __future__ import annotations
+
+from harness_cli.commands import new_app
+from harness_cli.output import emit
+from harness_cli.result import Result
+
+app = new_app("Report pause state, open cases and monitored MRs.")
+
+
+@app.command()
+def status() -> None:
+    """Same answer as `admin: oncall status` in the self-DM."""
+    from harness_cli.intake import pause
+    from harness_cli.intake.admin import status_text
+    from harness_cli.intake.build import local_context
+
+    ctx = local_context()
+    view = pause.view()
+    result = Result(
+        "status",
+        data={
+            "paused": view.paused,
+            "since": view.since.isoformat() if view.since else None,
+            "until": view.until.isoformat() if view.until else None,
+            "by": view.by,
+            "held_back_total": view.held_back_total,
+            "held_back": [h.model_dump(mode="json") for h in view.held_back],
+            "auto_monitor": {p: ctx.auto_monitor(p) for p in ctx.cfg.projects.projects},
+        },
+    )
+    result.messages.append(status_text(ctx))
+    emit(result)

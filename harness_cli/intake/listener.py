@@ -1,0 +1,106 @@
+"""``harness listen``: Socket Mode through slack_sdk's own client — the optional fast path.
+
+"Socket Mode delivers thread replies with sub-second latency, but WebSocket connections drop.
+The poller acts as the safety net [...] and both share a socket-dedup file so no message is
+dispatched twice." So: ack every envelope at once (Slack wants it within 3 s), claim the message
+in the shared dedup set, and hand it to the same code the poller uses. Reconnection after a drop
+is slack_sdk's (``auto_reconnect_enabled``); losing this process loses nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+from harness_cli.errors import ConfigError
+from harness_cli.intake import messages
+from harness_cli.intake.context import Intake
+from harness_cli.logs import event
+from harness_cli.state import dedup, files
+from harness_cli.state.models import ThreadMap
+
+log = logging.getLogger("harness.listen")
+
+
+def handle_event(ctx: Intake, payload: dict[str, Any]) -> str:
+    """One events_api payload → what happened (for logs and tests)."""
+    ev = payload.get("event") or {}
+    if ev.get("type") != "message" or "ts" not in ev or "channel" not in ev:
+        return "ignored: not a message"
+    channel, ts = str(ev["channel"]), str(ev["ts"])
+    thread_ts = str(ev.get("thread_ts") or "")
+    if thread_ts and thread_ts != ts:
+        key = ThreadMap.key(channel, thread_ts)
+        entry = files.oncall_thread_map().read().threads.get(
+            key
+        ) or files.task_thread_map().read().threads.get(key)
+        if entry is None or entry.closed or entry.evicted:
+            return "ignored: reply in an untracked thread"
+        if not _claim(ctx, channel, ts):
+            return "duplicate"
+        _guarded(ctx, channel, ts, lambda: messages.reply(ctx, entry, ev))
+        return "reply"
+    if channel not in ctx.support_channels() and channel != ctx.self_dm:
+        return "ignored: not a polled channel"
+    if not _claim(ctx, channel, ts):
+        return "duplicate"
+    _guarded(ctx, channel, ts, lambda: messages.top_level(ctx, channel, ev))
+    return "top-level"
+
+
+def _claim(ctx: Intake, channel: str, ts: str) -> bool:
+    t = ctx.cfg.harness.thresholds
+    key = dedup.message_key(channel, ts)
+    return bool(dedup.claim([key], ttl_hours=t.dedup_ttl_hours, max_entries=t.dedup_max_entries))
+
+
+def _guarded(ctx: Intake, channel: str, ts: str, work: Any) -> None:
+    ctx.started = time.monotonic()  # each event gets the whole rate-limit budget
+    try:
+        work()
+    except Exception as exc:  # noqa: BLE001 - give it back to the poller, keep listening
+        dedup.release([dedup.message_key(channel, ts)])
+        event(log, "listen_event_failed", logging.ERROR, channel=channel, ts=ts, error=repr(exc))
+
+
+def listen(ctx: Intake, *, stop: threading.Event, ping_interval: float = 5.0) -> None:
+    """Connect and serve until ``stop`` is set."""
+    from slack_sdk import WebClient
+    from slack_sdk.socket_mode import SocketModeClient
+    from slack_sdk.socket_mode.client import BaseSocketModeClient
+    from slack_sdk.socket_mode.request import SocketModeRequest
+    from slack_sdk.socket_mode.response import SocketModeResponse
+
+    app_token = os.environ.get("SLACK_APP_TOKEN")
+    if not app_token:
+        raise ConfigError(
+            "SLACK_APP_TOKEN is not set",
+            hint="listen needs the app-level token (xapp-…) for Socket Mode",
+        )
+    web = WebClient(base_url=os.environ.get("SLACK_API_URL", "https://slack.com/api/"))
+    client = SocketModeClient(
+        app_token=app_token,
+        web_client=web,
+        auto_reconnect_enabled=True,
+        ping_interval=ping_interval,
+    )
+
+    def on_request(sm: BaseSocketModeClient, req: SocketModeRequest) -> None:
+        sm.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+        if req.type != "events_api":
+            return
+        outcome = handle_event(ctx, req.payload)
+        event(log, "socket_event", outcome=outcome, retry_attempt=req.retry_attempt)
+
+    client.socket_mode_request_listeners.append(on_request)
+    client.connect()
+    event(log, "listening")
+    try:
+        while not stop.wait(0.2):
+            pass
+    finally:
+        client.auto_reconnect_enabled = False
+        client.close()

@@ -1,0 +1,161 @@
+"""What one Slack message means, decided in one place for the poller and the Socket Mode
+listener alike: a new ticket, a reply in a case thread, an admin command, the harness's own
+post, or noise.
+
+Every message arrives here already claimed in the shared dedup set, so it is handled once,
+whichever path saw it first.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from harness_cli import dispatch
+from harness_cli.config import all_jira_prefixes, extract_jira_key, resolve_project
+from harness_cli.intake import admin
+from harness_cli.intake.admin_parser import is_admin_text
+from harness_cli.intake.context import Intake
+from harness_cli.logs import event
+from harness_cli.ops.outbound import is_own_post
+from harness_cli.services.slack import Message
+from harness_cli.state import files
+from harness_cli.state.models import ThreadEntry
+from harness_cli.workspace import registry
+from harness_cli.workspace.case import Source, derive_case_id
+
+log = logging.getLogger("harness.intake")
+
+IGNORED_SUBTYPES = frozenset(
+    {
+        "bot_message",
+        "channel_join",
+        "channel_leave",
+        "channel_topic",
+        "channel_purpose",
+        "channel_name",
+        "message_changed",
+        "message_deleted",
+        "pinned_item",
+        "tombstone",
+    }
+)
+
+
+def is_noise(message: Message) -> bool:
+    """Bots (filter on bot_id, as Bolt's ignoring_self_events does), system subtypes, and the
+    harness's own posts."""
+    return (
+        bool(message.get("bot_id"))
+        or message.get("subtype") in IGNORED_SUBTYPES
+        or is_own_post(message)
+    )
+
+
+def top_level(ctx: Intake, channel: str, message: Message) -> None:
+    """A top-level message in a polled channel (a support channel or the self-DM)."""
+    ts, user, text = str(message["ts"]), str(message.get("user", "")), str(message.get("text", ""))
+    if is_noise(message):
+        return
+    if channel == ctx.self_dm:
+        if user == ctx.operator and is_admin_text(text):
+            admin.from_slack(ctx, text, channel=channel, ts=ts)
+        else:
+            ctx.tally.ignored.append(f"{channel}/{ts}: not an admin command")
+        return
+    if is_admin_text(text):
+        # "admin:" from anyone, inside a ticket channel, is text — never a command.
+        event(log, "admin_text_ignored", logging.WARNING, channel=channel, ts=ts, user=user)
+    project_of = ctx.support_channels()
+    if channel not in project_of:
+        ctx.tally.ignored.append(f"{channel}/{ts}: not a support channel")
+        return
+    open_ticket(ctx, channel, message, trigger_kind="new_ticket")
+
+
+def open_ticket(ctx: Intake, channel: str, message: Message, *, trigger_kind: str) -> str:
+    """A ticket → its case (dir, message.json, case.json, thread maps, a case thread in the
+    self-DM) → ``investigate`` when auto-monitor is on. Returns the case id. Idempotent."""
+    ts, user, text = str(message["ts"]), str(message.get("user", "")), str(message.get("text", ""))
+    jira = extract_jira_key(text, all_jira_prefixes(ctx.cfg.projects))
+    project = resolve_project(ctx.cfg.projects, jira_key=jira, channel=channel)
+    case_id = derive_case_id(jira=jira, channel=channel, ts=ts)
+    permalink = ctx.call(lambda: ctx.slack.permalink(channel, ts))
+    opened = registry.open_case(
+        ctx.cfg.harness.thresholds,
+        case_id=case_id,
+        project=project,
+        title=_title(text),
+        kind="oncall",
+        jira=jira,
+        message={**message, "channel": channel, "permalink": permalink},
+        source=Source(channel=channel, thread_ts=ts, user=user, permalink=permalink),
+    )
+    registry.register_thread(opened.case, channel=channel, thread_ts=ts, role="ticket")
+    if not _case_thread(case_id):
+        parent = ctx.out.post(
+            ctx.self_dm,
+            f"New ticket in <#{channel}> → case *{case_id}* ({project})\n{permalink}\n"
+            f"> {_title(text, 300)}",
+        )
+        registry.register_thread(
+            opened.case, channel=ctx.self_dm, thread_ts=parent, role="case_thread"
+        )
+    if opened.created:
+        ctx.tally.new_cases.append(case_id)
+        event(log, "ticket_opened", case_id=case_id, project=project, channel=channel, ts=ts)
+    if not opened.created and trigger_kind == "new_ticket":
+        return case_id  # a second ticket naming the same Jira key joins the case
+    if trigger_kind == "admin_command" or ctx.auto_monitor(project):
+        ctx.start(
+            "investigate",
+            case_id=case_id,
+            case_dir=str(opened.dir),
+            trigger=dispatch.Trigger(kind=trigger_kind, ts=ts, user=user),
+            channel=channel,
+            thread_ts=ts,
+        )
+    else:
+        ctx.tally.ignored.append(f"{case_id}: auto-monitor off for {project}")
+    return case_id
+
+
+def reply(ctx: Intake, entry: ThreadEntry, message: Message) -> None:
+    """A reply in a tracked thread: the operator's own → followup (never gated); anyone
+    else's in a ticket thread → followup as automatic activity (gated while paused)."""
+    ts, user, text = str(message["ts"]), str(message.get("user", "")), str(message.get("text", ""))
+    if is_noise(message) or ts == entry.thread_ts:
+        return
+    if user == ctx.operator:
+        if entry.channel == ctx.self_dm and is_admin_text(text):
+            admin.from_slack(ctx, text, channel=entry.channel, ts=ts, thread_ts=entry.thread_ts)
+            return
+        kind = "operator_reply"
+    elif entry.channel == ctx.self_dm:
+        ctx.tally.ignored.append(f"{entry.channel}/{ts}: someone else in the self-DM")
+        return
+    else:
+        kind = "ticket_reply"
+        if is_admin_text(text):
+            event(
+                log, "admin_text_ignored", logging.WARNING, channel=entry.channel, ts=ts, user=user
+            )
+    ctx.start(
+        "followup",
+        case_id=entry.case_id,
+        case_dir=entry.case_dir,
+        trigger=dispatch.Trigger(kind=kind, ts=ts, user=user),
+        channel=entry.channel,
+        thread_ts=entry.thread_ts,
+    )
+
+
+def _case_thread(case_id: str) -> ThreadEntry | None:
+    return next(
+        (t for t in files.oncall_thread_map().read().for_case(case_id) if t.role == "case_thread"),
+        None,
+    )
+
+
+def _title(text: str, limit: int = 80) -> str:
+    first = " ".join((text or "").split())
+    return first if len(first) <= limit else first[: limit - 1] + "…"

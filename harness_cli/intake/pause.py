@@ -1,0 +1,110 @@
+"""The pause kill switch (``oncall-state.json``), reference Layer 6.
+
+"Pausing silences automatic dispatch triggered by other people's activity, and never the
+operator's own admin commands or in-thread actions." Version one paused the resume command too;
+version two paused too narrowly and a reviewer auto-reply fired while "paused". So every dispatch
+site asks one question here — is this *automatic* work caused by someone else? — and only that
+is held back (and remembered, so ``status`` can say what was held).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from harness_cli import clock
+from harness_cli.logs import event
+from harness_cli.state import files
+from harness_cli.state.models import HeldBack, OncallState
+
+log = logging.getLogger("harness.pause")
+
+HELD_BACK_LIMIT = 200
+"""The held-back list is bounded; status reports the newest entries and the total."""
+
+AUTOMATIC = frozenset(
+    {"new_ticket", "ticket_reply", "review_note", "ci_failed", "ci_event", "pagerduty"}
+)
+"""Trigger kinds caused by other people's activity: gated while paused."""
+OPERATOR = frozenset({"operator_reply", "admin_command"})
+"""Trigger kinds that are the operator's own intent: never gated."""
+
+
+@dataclass
+class PauseView:
+    paused: bool
+    since: datetime | None
+    until: datetime | None
+    by: str
+    held_back: list[HeldBack]
+    held_back_total: int
+
+
+def active(state: OncallState, now: datetime | None = None) -> bool:
+    """Paused, and the optional duration has not run out (by the harness clock)."""
+    if not state.paused:
+        return False
+    return state.paused_until is None or (now or clock.now()) < state.paused_until
+
+
+def is_paused() -> bool:
+    return active(files.oncall_state().read())
+
+
+def pause(duration: timedelta | None, *, by: str) -> OncallState:
+    now = clock.now()
+    with files.oncall_state().update() as state:
+        if not active(state, now):
+            state.paused_at = now
+            state.held_back = []
+            state.held_back_total = 0
+        state.paused = True
+        state.paused_by = by
+        state.paused_until = now + duration if duration else None
+    event(log, "paused", by=by, until=str(state.paused_until or "resume"))
+    return state
+
+
+def resume(*, by: str) -> tuple[bool, list[HeldBack]]:
+    """End the pause; returns whether one was active and what it held back."""
+    with files.oncall_state().update() as state:
+        was = active(state)
+        held = list(state.held_back)
+        state.paused = False
+        state.paused_until = None
+    event(log, "resumed", by=by, held_back=len(held))
+    return was, held
+
+
+def view() -> PauseView:
+    state = files.oncall_state().read()
+    on = active(state)
+    return PauseView(
+        paused=on,
+        since=state.paused_at if on else None,
+        until=state.paused_until if on else None,
+        by=state.paused_by if on else "",
+        held_back=list(state.held_back) if on else [],
+        held_back_total=state.held_back_total if on else 0,
+    )
+
+
+def allow(trigger: str, *, case_id: str, detail: str = "") -> bool:
+    """May this dispatch go ahead? Operator intent always may; automatic work is held back (and
+    recorded) while paused. Unknown trigger kinds count as automatic: silence is the safe side."""
+    if trigger in OPERATOR:
+        return True
+    state = files.oncall_state().read()
+    if not active(state):
+        return True
+    with files.oncall_state().update() as state:
+        if not active(state):
+            return True
+        state.held_back.append(
+            HeldBack(at=clock.now(), trigger=trigger, case_id=case_id, detail=detail[:200])
+        )
+        del state.held_back[:-HELD_BACK_LIMIT]
+        state.held_back_total += 1
+    event(log, "held_back_while_paused", case_id=case_id, trigger=trigger)
+    return False

@@ -1,0 +1,1 @@
+"""Operations: the outbound allowlist, notifications, status reporting, MCP health."""

@@ -1,0 +1,35 @@
+"""The one place outside services are built (STYLE rule 7): commands call these and pass the
+results into core code, which never constructs a client itself."""
+
+from __future__ import annotations
+
+from harness_cli.config import Config
+from harness_cli.ops.outbound import Outbound
+from harness_cli.services.slack import LiveSlack, Slack, SlackSettings
+
+
+def slack() -> Slack:
+    """Slack as the operator (``SLACK_USER_TOKEN``, ``SLACK_API_URL``)."""
+    return LiveSlack(SlackSettings.from_env())
+
+
+def outbound(cfg: Config, client: Slack | None = None) -> Outbound:
+    """Every Slack write goes through this, checked against ``outbound_allowlist``."""
+    return Outbound(client or slack(), cfg.harness.allowlist, cfg.harness.thresholds)
+
+
+class _LazySlack:
+    """Builds the live client on first use, so commands that never talk to Slack need no
+    token."""
+
+    def __init__(self) -> None:
+        self._client: Slack | None = None
+
+    def __getattr__(self, name: str) -> object:
+        if self._client is None:
+            self._client = slack()
+        return getattr(self._client, name)
+
+
+def lazy_slack() -> Slack:
+    return _LazySlack()  # type: ignore[return-value]
