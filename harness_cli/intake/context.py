@@ -50,6 +50,9 @@ class Intake:
     budget_seconds: float = 30.0
     tally: Tally = field(default_factory=Tally)
     started: float = field(default_factory=time.monotonic)
+    batch_sync: bool = False
+    """A poll cycle commits the cases it opened once, at its end (``flush``); the listener,
+    which handles one event at a time, commits each at once."""
 
     @property
     def operator(self) -> str:
@@ -74,6 +77,14 @@ class Intake:
             return override
         own = self.cfg.projects.projects[project].auto_monitor
         return self.cfg.harness.auto_monitor if own is None else own
+
+    def flush(self) -> None:
+        """Commit and push the cases this run opened, in one sync."""
+        if self.batch_sync and self.tally.new_cases:
+            from harness_cli.workspace import registry
+
+            count = len(self.tally.new_cases)
+            registry.sync(f"poll-slack: {count} new case(s)", self.cfg.harness.thresholds)
 
     def call(self, fn: Callable[[], T]) -> T:
         """One Slack call, honouring 429 Retry-After inside the cycle budget."""

@@ -89,6 +89,7 @@ def open_ticket(ctx: Intake, channel: str, message: Message, *, trigger_kind: st
         jira=jira,
         message={**message, "channel": channel, "permalink": permalink},
         source=Source(channel=channel, thread_ts=ts, user=user, permalink=permalink),
+        sync_now=not ctx.batch_sync,
     )
     registry.register_thread(opened.case, channel=channel, thread_ts=ts, role="ticket")
     if not _case_thread(case_id):

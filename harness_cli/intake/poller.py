@@ -27,6 +27,7 @@ log = logging.getLogger("harness.poll")
 
 def poll_cycle(ctx: Intake) -> None:
     channels = [*ctx.support_channels(), ctx.self_dm]
+    ctx.batch_sync = True
     try:
         for channel in dict.fromkeys(channels):
             poll_channel(ctx, channel)
@@ -35,6 +36,8 @@ def poll_cycle(ctx: Intake) -> None:
     except BudgetExhausted as exc:
         ctx.tally.ended_early = f"rate limited past the cycle budget ({exc}); cursors kept"
         event(log, "poll_cycle_ended_early", logging.WARNING, reason=str(exc))
+    finally:
+        ctx.flush()
 
 
 def poll_channel(ctx: Intake, channel: str) -> None:

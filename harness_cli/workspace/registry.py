@@ -96,8 +96,11 @@ def open_case(
     jira: str | None = None,
     message: dict[str, Any] | None = None,
     source: Source | None = None,
+    sync_now: bool = True,
 ) -> Opened:
-    """Create the case folder, ``message.json`` and ``case.json``; re-running is a no-op."""
+    """Create the case folder, ``message.json`` and ``case.json``; re-running is a no-op.
+    ``sync_now=False`` leaves the commit to the caller (a poll cycle commits its new cases
+    once, at its end; the next sync commits anything a killed run left behind)."""
     folder = case_dir(case_id)
     with case_lock(case_id):
         if (folder / "case.json").exists():
@@ -121,7 +124,8 @@ def open_case(
             os.chmod(msg_path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
             atomic_write_text(folder / "case.json", case.model_dump_json(indent=2, by_alias=True))
         event(log, "case_created", case_id=case_id, project=project, kind=kind)
-    sync(f"case {case_id}: opened ({project})", thresholds, only=[folder])
+    if sync_now:
+        sync(f"case {case_id}: opened ({project})", thresholds, only=[folder])
     return Opened(case, True, folder)
 
 

@@ -95,11 +95,12 @@ def test_make_demo_path_runs_offline_and_keeps_its_state(tmp_path: Path) -> None
         assert isinstance(state["gitlab"][key], list)
     assert "requests" in state["anthropic"] and "usage" in state["anthropic"]
     # the case went through the real workspace sync to the remote
-    log = subprocess.run(
-        ["git", "log", "--format=%s", "main"],
+    tree = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", "main"],
         cwd=keep / "remotes" / "workspace.git",
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    assert "case AAA-101: opened (team-a)" in log
+    assert "case-workspaces/AAA-101/case.json" in tree
+    assert "case-workspaces/AAA-101/message.json" in tree

@@ -1,0 +1,126 @@
+"""[intake] figures, measured against the sandbox's Slack emulator with real `harness poll-slack`
+processes (HARNESS_DISPATCH=record):
+
+1. Slack calls per cycle with 200 tracked threads (10 live, 95 closed, 95 whose parent was
+   deleted): goal = channels + live threads; dead threads cost 0 once evicted.
+2. A no-op cycle over 5 channels: process wall time, goal <= 0.6 s.
+3. A burst of 1,000 messages across 20 channels: time until all are dispatched, duplicates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from harness_cli.sandbox.slack_api import SlackEmulator  # noqa: E402
+
+
+def setup(root: Path, channels: list[str], emu: SlackEmulator) -> dict[str, str]:
+    cfg = root / "agent-config"
+    shutil.copytree(REPO / "agent-config", cfg)
+    text = (cfg / "projects.yaml").read_text()
+    chans = ", ".join(f'"{c}"' for c in channels)
+    (cfg / "projects.yaml").write_text(text.replace('slack_channels: ["C0SUPPORT"]',
+                                                    f"slack_channels: [{chans}]"))
+    for c in channels:
+        if c != "C0SUPPORT":
+            emu.add_channel(c, c.lower())
+    env = {**os.environ, "HARNESS_HOME": str(root / "home"),
+           "HARNESS_WORKSPACE": str(root / "ws"), "HARNESS_CONFIG": str(cfg),
+           "HARNESS_DISPATCH": "record", "SLACK_API_URL": emu.url + "/api/",
+           "SLACK_USER_TOKEN": "xoxp-0000000000-bench"}
+    harness(env, "init")
+    return env
+
+
+def harness(env: dict[str, str], *args: str) -> dict[str, object]:
+    proc = subprocess.run([sys.executable, "-m", "harness_cli", *args, "--json"], env=env,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"harness {' '.join(args)} failed: {proc.stderr}")
+    return json.loads(proc.stdout) if proc.stdout.strip() else {}
+
+
+def calls_per_cycle() -> None:
+    with tempfile.TemporaryDirectory() as tmp, SlackEmulator() as emu:
+        env = setup(Path(tmp), ["C0SUPPORT"], emu)
+        tickets = [emu.post_as("C0SUPPORT", "U0CUSTOMER", f"ticket {i}") for i in range(200)]
+        harness(env, "poll-slack")  # opens 200 cases and their threads
+        for msg in tickets[:95]:
+            emu.delete_message("C0SUPPORT", msg["ts"])
+        from harness_cli.state.models import ThreadMap
+
+        path = Path(tmp) / "home" / "oncall_thread_map.json"
+        tmap = ThreadMap.model_validate_json(path.read_text())
+        closed_ts = {m["ts"] for m in tickets[95:190]}
+        for entry in tmap.threads.values():
+            if entry.thread_ts in closed_ts or entry.channel == "D0SELF":
+                entry.closed = True
+        path.write_text(tmap.model_dump_json())
+        figures = []
+        for _ in range(3):
+            before = emu.calls_by_method()
+            harness(env, "poll-slack")
+            after = emu.calls_by_method()
+            figures.append({k: after.get(k, 0) - before.get(k, 0) for k in after
+                            if after.get(k, 0) - before.get(k, 0)})
+        print("1. Slack calls per cycle, 200 tracked threads (10 live, 95 closed, 95 deleted):")
+        for i, f in enumerate(figures, 1):
+            print(f"   cycle {i}: {sum(f.values())} calls {f}")
+        print("   goal from cycle 2 on: 2 history (support + self-DM) + 10 replies = 12")
+
+
+def noop_cycle() -> None:
+    channels = [f"C0SUPPORT{i}" if i else "C0SUPPORT" for i in range(5)]
+    with tempfile.TemporaryDirectory() as tmp, SlackEmulator() as emu:
+        env = setup(Path(tmp), channels, emu)
+        harness(env, "poll-slack")
+        walls = []
+        for _ in range(10):
+            start = time.perf_counter()
+            harness(env, "poll-slack")
+            walls.append(time.perf_counter() - start)
+        py = []
+        for _ in range(10):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            py.append(time.perf_counter() - start)
+        print(f"2. no-op cycle, 5 channels + self-DM: median {statistics.median(walls):.3f} s "
+              f"(python -c pass {statistics.median(py):.3f} s); goal <= 0.6 s")
+
+
+def burst() -> None:
+    channels = [f"C0SUPPORT{i}" if i else "C0SUPPORT" for i in range(20)]
+    with tempfile.TemporaryDirectory() as tmp, SlackEmulator() as emu:
+        env = setup(Path(tmp), channels, emu)
+        harness(env, "poll-slack")
+        for i in range(1000):
+            emu.post_as(channels[i % 20], "U0CUSTOMER", f"burst {i}")
+        start = time.perf_counter()
+        cycles = 0
+        while True:
+            cycles += 1
+            data = harness(env, "poll-slack")["data"]
+            if not data["new_cases"]:  # type: ignore[index]
+                break
+        took = time.perf_counter() - start
+        sent = [json.loads(p.read_text()) for p in (Path(tmp) / "home" / "payloads").glob("*")]
+        ids = [p["case_id"] for p in sent if p["workflow"] == "investigate"]
+        print(f"3. burst of 1,000 messages over 20 channels: {len(ids)} dispatched in "
+              f"{took:.1f} s ({cycles} cycles), duplicates {len(ids) - len(set(ids))}")
+
+
+if __name__ == "__main__":
+    calls_per_cycle()
+    noop_cycle()
+    burst()
