@@ -32,6 +32,13 @@ COMMANDS: dict[str, Entry] = {
         "poll_slack", "One Slack poll cycle: tickets, thread replies, admin commands."
     ),
     "listen": Entry("listen", "Socket Mode listener (long-running, optional)."),
+    "poll-pagerduty": Entry(
+        "poll_pagerduty",
+        "One PagerDuty poll: incidents that name a known case surface its context.",
+    ),
+    "ingest-pagerduty": Entry(
+        "ingest_pagerduty", "Ingest a PagerDuty webhook v3 payload (FILE or -)."
+    ),
     "investigate": Entry(None, "Run the gated investigation loop on a case."),
     "review": Entry(None, "Adversarial review (D1-D15) and red-team review (G5) of a case."),
     "followup": Entry(None, "Answer the operator's newest replies in a case thread."),
@@ -49,7 +56,7 @@ COMMANDS: dict[str, Entry] = {
     "status": Entry("status", "Report pause state, open cases and monitored MRs."),
     "pause": Entry("pause", "Pause automatic dispatch (optionally for a DURATION)."),
     "resume": Entry("resume", "End a pause."),
-    "gates": Entry(None, "Evaluate the quality gates on a completion report."),
+    "gates": Entry("gates", "Evaluate the quality gates on a completion report."),
     "sandbox": Entry("sandbox", "Start the local Slack, GitLab and Anthropic emulators."),
     "demo": Entry("demo", "One whole ticket on the sandbox, offline."),
     "doctor": Entry("doctor", "Check config, tokens, services and the machine."),

@@ -1,0 +1,43 @@
+"""What every gate function receives, and the one way to build a violation (its effect comes
+from the table, so a code's effect is stated once)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from harness_cli.investigation.gates.table import GATES
+from harness_cli.investigation.report import CompletionReport
+from harness_cli.investigation.review import ReviewVerdict
+from harness_cli.investigation.thresholds import DEFAULT_THRESHOLDS, InvestigationThresholds
+from harness_cli.investigation.verdict import Violation
+
+
+@dataclass(frozen=True)
+class GateInput:
+    report: CompletionReport
+    previous: CompletionReport | None = None
+    """The previous iteration's report (G1 compares against it)."""
+    review: ReviewVerdict | None = None
+    thresholds: InvestigationThresholds = DEFAULT_THRESHOLDS
+    prose: str = ""
+    """The model's text around the block (G2 reads it)."""
+
+
+Gate = Callable[[GateInput], Violation | None]
+
+
+def violation(code: str, message: str) -> Violation:
+    return Violation(code, message, GATES[code].effect)
+
+
+def short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def listing(items: Iterable[str], limit: int = 3) -> str:
+    """``"a", "b", "c" and 2 more``: enough for the model to find each one."""
+    items = list(items)
+    shown = ", ".join(f"“{short(i, 60)}”" for i in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
