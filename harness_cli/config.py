@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from harness_cli import paths
 from harness_cli.errors import ConfigError
+from harness_cli.investigation.thresholds import InvestigationThresholds
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -74,6 +75,8 @@ class HarnessConfig(_Human):
     """Overridden by ``HARNESS_RUNTIME``."""
     model: str = "claude-sonnet-4-5"
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    investigation: InvestigationThresholds = Field(default_factory=InvestigationThresholds)
+    """The on-call loop's confidence bars, ceilings and budgets (gates, force rules, exits)."""
 
     @property
     def allowlist(self) -> list[str]:

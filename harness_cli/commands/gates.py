@@ -23,6 +23,7 @@ import typer
 
 from harness_cli.commands import new_app
 from harness_cli.errors import InputError
+from harness_cli.investigation.thresholds import InvestigationThresholds
 from harness_cli.output import OPTIONS
 
 app = new_app("Evaluate the quality gates on a completion report.")
@@ -62,7 +63,9 @@ def gates(
         except ValueError as exc:
             raise InputError(f"{review}: not a review verdict: {exc}") from None
 
-    verdict = evaluate(current, before, verdict_of_review, prose=prose, problems=problems)
+    verdict = evaluate(
+        current, before, verdict_of_review, _thresholds(), prose=prose, problems=problems
+    )
     body = verdict.to_json()
     text = (
         json.dumps(body, ensure_ascii=False)
@@ -78,6 +81,17 @@ def gates(
         + (f"; {decision.reason}" if decision else "")
         + "\n"
     )
+
+
+def _thresholds() -> InvestigationThresholds:
+    """harness.yaml's ``investigation:`` numbers when a config is there; the reference's
+    otherwise (checking a report by hand needs no config)."""
+    from harness_cli import paths
+    from harness_cli.config import load_config
+
+    if not (paths.config_dir() / "harness.yaml").exists():
+        return InvestigationThresholds()
+    return load_config().harness.investigation
 
 
 def _read(path: Path) -> str:

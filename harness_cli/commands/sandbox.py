@@ -48,6 +48,7 @@ def sandbox(
                 f"  Slack     {box.slack.url}/api/\n"
                 f"  GitLab    {box.gitlab.url}\n"
                 f"  Anthropic {box.anthropic.url}\n"
+                f"  PagerDuty {box.pagerduty.url}\n"
                 f"env file: source {env_path}\n"
                 "Ctrl-C stops it; the final state goes to sandbox-state.json beside it.\n"
             )

@@ -187,7 +187,7 @@ def run_demo(
                     on_step(result)
         report.summary = _summary(ctx, env)
         report.emulator_seconds = sum(
-            e.busy_seconds() for e in (box.slack, box.gitlab, box.anthropic)
+            e.busy_seconds() for e in (box.slack, box.gitlab, box.anthropic, box.pagerduty)
         )
         box.write_state(root / "sandbox-state.json")
     report.wall_seconds = time.monotonic() - started

@@ -16,6 +16,8 @@ from typing import Any
 from harness_cli.errors import InputError
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.gitlab_api import GitLabEmulator
+from harness_cli.sandbox.pagerduty_api import SANDBOX_TOKEN as PAGERDUTY_TOKEN
+from harness_cli.sandbox.pagerduty_api import PagerDutyEmulator
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, seed_sample_project
 from harness_cli.sandbox.slack_api import SlackEmulator
 from harness_cli.state.store import atomic_write_json, atomic_write_text
@@ -27,6 +29,7 @@ SANDBOX_TOKENS = {
     "SLACK_APP_TOKEN": "xapp-1-A0HARNESS-0000-sandbox",
     "GITLAB_TOKEN": "glpat-sandboxsandbox0000",
     "ANTHROPIC_API_KEY": "sk-ant-sandbox-0000000000",
+    "PAGERDUTY_TOKEN": PAGERDUTY_TOKEN,
 }
 
 
@@ -56,20 +59,22 @@ class Sandbox:
     slack: SlackEmulator = field(init=False)
     gitlab: GitLabEmulator = field(init=False)
     anthropic: AnthropicEmulator = field(init=False)
+    pagerduty: PagerDutyEmulator = field(init=False)
 
     def start(self) -> Sandbox:
         self.root.mkdir(parents=True, exist_ok=True)
         self.slack = SlackEmulator()
         self.gitlab = GitLabEmulator(self.root / "gitlab")
         self.anthropic = AnthropicEmulator(self.scenario.script)
-        for emulator in (self.slack, self.gitlab, self.anthropic):
+        self.pagerduty = PagerDutyEmulator()
+        for emulator in (self.slack, self.gitlab, self.anthropic, self.pagerduty):
             emulator.start()
         for path in self.scenario.projects:
             seed_sample_project(self.gitlab, path=path)
         return self
 
     def stop(self) -> None:
-        for name in ("anthropic", "gitlab", "slack"):
+        for name in ("pagerduty", "anthropic", "gitlab", "slack"):
             emulator = getattr(self, name, None)
             if emulator is not None:
                 emulator.stop()
@@ -86,6 +91,7 @@ class Sandbox:
             "SLACK_API_URL": f"{self.slack.url}/api/",
             "GITLAB_URL": self.gitlab.url,
             "ANTHROPIC_BASE_URL": self.anthropic.url,
+            "PAGERDUTY_API_URL": self.pagerduty.url,
             **SANDBOX_TOKENS,
             # keep the real claude CLI offline (CLAUDE-CLI-FACTS.md)
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -107,6 +113,7 @@ class Sandbox:
             "slack": self.slack.snapshot(),
             "gitlab": self.gitlab.snapshot(),
             "anthropic": self.anthropic.snapshot(),
+            "pagerduty": self.pagerduty.snapshot(),
         }
 
     def write_state(self, path: Path) -> Path:
