@@ -39,8 +39,8 @@ COMMANDS: dict[str, Entry] = {
     "ingest-pagerduty": Entry(
         "ingest_pagerduty", "Ingest a PagerDuty webhook v3 payload (FILE or -)."
     ),
-    "investigate": Entry(None, "Run the gated investigation loop on a case."),
-    "review": Entry(None, "Adversarial review (D1-D15) and red-team review (G5) of a case."),
+    "investigate": Entry("investigate", "Run the gated investigation loop on a case."),
+    "review": Entry("review", "Adversarial review (D1-D15) and red-team review (G5) of a case."),
     "followup": Entry(None, "Answer the operator's newest replies in a case thread."),
     "dev-agent": Entry(
         None, "Hands-on code work in the case's worktree; push; open/update the MR."

@@ -73,7 +73,9 @@ class HarnessConfig(_Human):
     """Overridden by ``HARNESS_DISPATCH``. Default: systemd if available, else local."""
     runtime: Literal["claude-code", "anthropic"] = "claude-code"
     """Overridden by ``HARNESS_RUNTIME``."""
-    model: str = "claude-sonnet-4-5"
+    model: str = "claude-sonnet-4-6"
+    sops_dir: str = "../sops"
+    """Where the SOPs and knowledge bases live, relative to this config folder."""
     thresholds: Thresholds = Field(default_factory=Thresholds)
     investigation: InvestigationThresholds = Field(default_factory=InvestigationThresholds)
     """The on-call loop's confidence bars, ceilings and budgets (gates, force rules, exits)."""

@@ -28,6 +28,11 @@ def demo(
         help="Leave everything under DIR: home, workspace, remotes, sandbox-state.json.",
         file_okay=False,
     ),
+    runtime: str | None = typer.Option(
+        None,
+        "--runtime",
+        help="claude-code or anthropic (default: claude-code when the CLI is installed).",
+    ),
 ) -> None:
     """Post a ticket into the sandbox's #support and drive it through every built workflow."""
     from rich.console import Console
@@ -42,7 +47,7 @@ def demo(
         console.print(f"{_MARK[step.status]} {escape(step.name)} — {escape(step.detail)}{took}")
 
     with console.status("starting the sandbox (Slack, GitLab, Anthropic)…"):
-        report = run_demo(keep.absolute() if keep else None, on_step=show)
+        report = run_demo(keep.absolute() if keep else None, on_step=show, runtime=runtime)
 
     s = report.summary
     tokens = s.get("tokens", {})
@@ -55,25 +60,26 @@ def demo(
             "wall_seconds": round(report.wall_seconds, 2),
             "emulator_seconds": round(report.emulator_seconds, 2),
         },
-        columns=["case", "status", "exit line", "MR", "pipelines", "replies", "tokens in/out"],
+        columns=["case", "status", "MR", "pipelines", "replies", "tokens in/out (cached)"],
     )
     result.rows = [
         [
             s.get("case", "-"),
             s.get("status", "-"),
-            s.get("exit", "-"),
             s.get("mr", "-"),
             ", ".join(s.get("pipelines", [])) or "-",
             str(s.get("replies", 0)),
-            f"{tokens.get('input_tokens', 0)}/{tokens.get('output_tokens', 0)}",
+            f"{_total_in(tokens)}/{tokens.get('output_tokens', 0)} "
+            f"({tokens.get('cache_read_input_tokens', 0)} read from cache)",
         ]
     ]
+    result.messages.append(f"exit line: {s.get('exit', '-')}")
     not_built = [step.name for step in report.steps if step.status == "not built"]
     if not_built:
         result.messages.append("not built yet: " + ", ".join(not_built))
     result.messages.append(
-        f"wall {report.wall_seconds:.1f}s, of which {report.emulator_seconds:.1f}s inside the "
-        "emulators"
+        f"runtime {s.get('runtime')}; wall {report.wall_seconds:.1f}s, of which "
+        f"{report.emulator_seconds:.1f}s inside the emulators"
     )
     if keep:
         result.messages.append(f"everything the run wrote is under {keep}")
@@ -82,3 +88,11 @@ def demo(
         result.errors.extend(f"{step.name}: {step.detail}" for step in failed)
         result.exit_code = 1
     emit(result)
+
+
+def _total_in(usage: dict[str, int]) -> int:
+    """Total input = input + cache writes + cache reads (API-FACTS §3)."""
+    return sum(
+        usage.get(k, 0)
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )

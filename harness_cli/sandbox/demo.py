@@ -59,6 +59,9 @@ class Step:
     fallback: tuple[str, Callable[[DemoContext], list[str]]] | None = None
     """Used when ``command`` is not built: another real subcommand that does the same job by
     hand (e.g. ``case new`` in place of poll-slack), so later steps still have a case."""
+    already: tuple[str, ...] = ()
+    """Case statuses meaning an earlier step's inline dispatch already ran this workflow (the
+    inline dispatcher chains: poll-slack runs investigate itself)."""
 
 
 @dataclass
@@ -95,7 +98,13 @@ STEPS: tuple[Step, ...] = (
             ],
         ),
     ),
-    Step("investigate", "investigate", lambda c: ["investigate", c.case_id], needs=("init",)),
+    Step(
+        "investigate",
+        "investigate",
+        lambda c: ["investigate", c.case_id],
+        needs=("init",),
+        already=("awaiting_approval", "escalated", "approved"),
+    ),
     Step("review", "review", lambda c: ["review", c.case_id], needs=("investigate",)),
     Step("operator approval", "admin", lambda c: ["admin", f"task {c.case_id}"], needs=("review",)),
     Step(
@@ -151,11 +160,26 @@ def _seed_config(root: Path) -> Path:
     shipped = Path.cwd() / "agent-config"
     if shipped.is_dir() and not target.exists():
         shutil.copytree(shipped, target)
+    sops = Path.cwd() / "sops"
+    if sops.is_dir() and not (root / "sops").exists():
+        shutil.copytree(sops, root / "sops")  # harness.yaml's sops_dir is ../sops
     return target
 
 
+def demo_runtime(requested: str | None = None) -> str:
+    """The real claude CLI when it is installed (``make claude-cli``), else the harness's own
+    tool loop over the Messages API: the same scripted model drives both."""
+    from harness_cli.services.claude_cli import find_claude
+
+    if requested:
+        return requested
+    return "claude-code" if find_claude() is not None else "anthropic"
+
+
 def run_demo(
-    keep: Path | None = None, on_step: Callable[[StepResult], None] | None = None
+    keep: Path | None = None,
+    on_step: Callable[[StepResult], None] | None = None,
+    runtime: str | None = None,
 ) -> DemoReport:
     root = keep or Path(tempfile.mkdtemp(prefix="harness-demo-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -175,6 +199,7 @@ def run_demo(
             "HARNESS_WORKSPACE": str(root / "workspace"),
             "HARNESS_CONFIG": str(_seed_config(root)),
             "HARNESS_DISPATCH": "inline",
+            "HARNESS_RUNTIME": demo_runtime(runtime),
         }
         ticket = f"{SAMPLE_TICKET} ({TICKET_KEY})"
         (root / "ticket.txt").write_text(ticket + "\n", encoding="utf-8")
@@ -185,7 +210,7 @@ def run_demo(
                 report.steps.append(result)
                 if on_step:
                     on_step(result)
-        report.summary = _summary(ctx, env)
+        report.summary = {**_summary(ctx, env), "runtime": env["HARNESS_RUNTIME"]}
         report.emulator_seconds = sum(
             e.busy_seconds() for e in (box.slack, box.gitlab, box.anthropic, box.pagerduty)
         )
@@ -202,6 +227,10 @@ def _run_step(step: Step, ctx: DemoContext, report: DemoReport) -> StepResult:
     if missing:
         return StepResult(step.name, "waiting", f"needs {', '.join(missing)}")
     command, argv = step.command, step.argv(ctx)
+    if step.already and _case_status(ctx) in step.already:
+        return StepResult(
+            step.name, "done", f"dispatched inline by the step before (case is {_case_status(ctx)})"
+        )
     note = ""
     if COMMANDS[command].module is None:
         if step.fallback is None:
@@ -223,6 +252,16 @@ def _run_step(step: Step, ctx: DemoContext, report: DemoReport) -> StepResult:
     if code != 0:
         return StepResult(step.name, "failed", f"{shown} exited {code} (see demo.log)", seconds)
     return StepResult(step.name, "done", shown + note, seconds)
+
+
+def _case_status(ctx: DemoContext) -> str:
+    import json
+
+    path = Path(os.environ["HARNESS_WORKSPACE"]) / "case-workspaces" / ctx.case_id / "case.json"
+    try:
+        return str(json.loads(path.read_text()).get("status", ""))
+    except (OSError, ValueError):
+        return ""
 
 
 def _summary(ctx: DemoContext, env: dict[str, str]) -> dict[str, Any]:

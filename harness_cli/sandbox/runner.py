@@ -47,7 +47,7 @@ SCENARIOS = {
         "default",
         "#support (C0SUPPORT), the operator's self-DM (D0SELF) and acme/pricing-service, a "
         "small Python repo whose bulk discount has an off-by-one bug and whose CI runs pytest",
-        script="smoke",
+        script="demo",
     ),
 }
 

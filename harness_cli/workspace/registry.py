@@ -82,8 +82,15 @@ def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None
     )
     if result.conflicts:
         event(log, "workspace_conflict_kept_local", logging.WARNING, paths=result.conflicts)
-    event(system_log, "workspace_synced", logging.INFO, message=message,
-          committed=result.committed, pushed=result.pushed, attempts=result.attempts)
+    event(
+        system_log,
+        "workspace_synced",
+        logging.INFO,
+        message=message,
+        committed=result.committed,
+        pushed=result.pushed,
+        attempts=result.attempts,
+    )
 
 
 def open_case(

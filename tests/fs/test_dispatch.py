@@ -47,12 +47,12 @@ def test_inline_runs_the_workflow_in_process_and_returns_its_code() -> None:
     done = dispatch.dispatch(_payload("gap-patterns-not-a-workflow"), backend="inline")
     # an unknown command is a usage error (2): the payload still went to disk first
     assert done.exit_code == 2 and done.payload_file.exists()
-    done = dispatch.dispatch(_payload("investigate"), backend="inline")
-    assert done.exit_code == 1  # "investigate is not built yet", after taking its lock
+    done = dispatch.dispatch(_payload("consolidate"), backend="inline")
+    assert done.exit_code == 1  # "consolidate is not built yet", after taking its lock
 
 
 def test_local_starts_a_detached_process_with_its_own_log(tmp_path: Path) -> None:
-    done = dispatch.dispatch(_payload("investigate", "LOC-1"), backend="local")
+    done = dispatch.dispatch(_payload("consolidate", "LOC-1"), backend="local")
     assert done.started
     log = Path(done.detail.removeprefix("log "))
     deadline = time.monotonic() + 30
@@ -60,7 +60,7 @@ def test_local_starts_a_detached_process_with_its_own_log(tmp_path: Path) -> Non
         if log.exists() and "not built yet" in log.read_text():
             break
         time.sleep(0.1)
-    assert "investigate is not built yet" in log.read_text()
+    assert "consolidate is not built yet" in log.read_text()
 
 
 def test_payloads_sort_by_time_and_never_collide() -> None:

@@ -1,0 +1,253 @@
+"""The claude CLI as the runtime: ``claude -p … --output-format stream-json``, parsed live.
+
+The CLI runs its own tool loop; we give it the limits (turns, disallowed tools, a hard wall
+clock enforced by killing its process group) and read its events as they come. Event types
+and fields change between CLI versions (CLAUDE-CLI-FACTS.md), so unknown ones are skipped and
+missing fields are tolerated; only ``result`` is authoritative for totals.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from harness_cli.agents import guard
+from harness_cli.agents.runtime import (
+    OUTPUT_KEEP,
+    RunRequest,
+    RunResult,
+    ToolEvent,
+    Usage,
+    cost_usd,
+)
+from harness_cli.errors import ConfigError
+from harness_cli.logs import redact
+from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
+
+STDERR_KEEP = 4000
+ALWAYS_ENV = {"DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+"""Without the second the CLI makes a title side call and tries the public API host."""
+
+
+class ClaudeCodeRuntime:
+    name = "claude-code"
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        binary: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``binary`` defaults to ``find_claude()``; ``env`` is added to the inherited
+        environment (which carries ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY)."""
+        self.model = model
+        self.binary = binary
+        self.env = dict(env or {})
+
+    def run(self, req: RunRequest) -> RunResult:
+        binary = self.binary or find_claude()
+        if binary is None:
+            raise ConfigError(
+                "the claude CLI is not installed",
+                hint=f"run `make claude-cli` (pins {PINNED_VERSION}) or set HARNESS_CLAUDE_BIN",
+            )
+        return guard.guarded(req, lambda: self._run(binary, req))
+
+    def command(self, binary: Path, req: RunRequest) -> list[str]:
+        # The prompt goes right after -p: the variadic options below would swallow it.
+        args = [str(binary), "-p", req.role_prompt(), "--output-format", "stream-json"]
+        args += ["--verbose", "--permission-mode", "bypassPermissions"]
+        args += ["--max-turns", str(req.max_turns)]
+        if req.disallowed_tools:
+            args += ["--disallowedTools", ",".join(req.disallowed_tools)]
+        # The CLI places and caches its own system prompt: the stable blocks go in front of ours.
+        appended = "\n\n".join(b for b in (*req.cache_prefix, req.system) if b)
+        if appended:
+            args += ["--append-system-prompt", appended]
+        if req.mcp_config is not None:
+            args += ["--mcp-config", str(req.mcp_config)]
+        if req.session_id and req.resume:
+            args += ["--resume", req.session_id]
+        elif req.session_id:
+            args += ["--session-id", req.session_id]
+        if self.model:
+            args += ["--model", self.model]
+        return args
+
+    def environment(self) -> dict[str, str]:
+        env = {**os.environ, **self.env, **ALWAYS_ENV}
+        if os.geteuid() == 0:
+            env["IS_SANDBOX"] = "1"  # bypassPermissions is refused to root without it
+        return env
+
+    def _run(self, binary: Path, req: RunRequest) -> RunResult:
+        stream = _Stream(req, self.model)
+        proc = subprocess.Popen(
+            self.command(binary, req),
+            cwd=req.workdir,
+            env=self.environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group: a kill takes its tools with it
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        stderr: collections.deque[str] = collections.deque(maxlen=50)
+        drain = threading.Thread(target=_drain, args=(proc.stderr, stderr), daemon=True)
+        drain.start()
+        killed = threading.Event()
+
+        def kill() -> None:
+            killed.set()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+        timer = threading.Timer(req.timeout_s, kill)
+        timer.daemon = True
+        timer.start()
+        try:
+            for raw in proc.stdout:
+                stream.feed_line(raw.decode("utf-8", "replace"))
+            code = proc.wait()
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                kill()
+                proc.wait()
+        drain.join(timeout=2)
+        tail = "".join(stderr)[-STDERR_KEEP:]
+        return stream.finish(code, killed.is_set(), tail)
+
+
+def _drain(pipe: IO[bytes], keep: collections.deque[str]) -> None:
+    for raw in pipe:
+        keep.append(raw.decode("utf-8", "replace"))
+
+
+class _Stream:
+    """The state read from stream-json so far; ``finish`` turns it into a RunResult."""
+
+    def __init__(self, req: RunRequest, model: str | None) -> None:
+        self.req = req
+        self.model = model
+        self.started = time.monotonic()
+        self.session_id = req.session_id
+        self.texts: list[str] = []
+        self.events: list[ToolEvent] = []
+        self.pending: dict[str, ToolEvent] = {}
+        self.messages: dict[str, Usage] = {}
+        self.final: dict[str, Any] | None = None
+
+    def feed_line(self, line: str) -> None:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return  # not an event (a stray log line)
+        if isinstance(obj, dict):
+            self.feed(obj)
+
+    def feed(self, obj: dict[str, Any]) -> None:
+        kind, subtype = obj.get("type"), obj.get("subtype")
+        if obj.get("session_id"):
+            self.session_id = str(obj["session_id"])
+        if kind == "system" and subtype == "init":
+            self.model = self.model or obj.get("model")
+            self.req.emit(
+                "init",
+                session_id=self.session_id,
+                model=obj.get("model"),
+                tools=obj.get("tools", []),
+            )
+        elif kind == "system" and subtype == "api_retry":
+            self.req.emit("retry", **{k: v for k, v in obj.items() if k != "type"})
+        elif kind == "assistant" and isinstance(obj.get("message"), dict):
+            self._assistant(obj["message"])
+        elif kind == "user" and isinstance(obj.get("message"), dict):
+            self._results(obj["message"].get("content"))
+        elif kind == "result":
+            self.final = obj
+
+    def _assistant(self, message: dict[str, Any]) -> None:
+        msg_id = str(message.get("id") or f"m{len(self.messages)}")
+        if msg_id not in self.messages:
+            usage = Usage.from_api(message.get("usage") or {})
+            self.messages[msg_id] = usage
+            self.req.emit("usage", **vars(usage))
+        for block in message.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and block.get("text"):
+                self.texts.append(str(block["text"]))
+                self.req.emit("text", text=block["text"])
+            elif block.get("type") == "tool_use":
+                tool = ToolEvent(
+                    str(block.get("id")), str(block.get("name")), dict(block.get("input") or {})
+                )
+                tool.started = time.monotonic() - self.started
+                self.events.append(tool)
+                self.pending[tool.id] = tool
+                self.req.emit("tool_use", id=tool.id, name=tool.name, input=tool.input)
+
+    def _results(self, content: Any) -> None:
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            tool = self.pending.pop(str(block.get("tool_use_id")), None)
+            if tool is None:
+                continue
+            inner = block.get("content")
+            if isinstance(inner, list):
+                inner = "\n".join(str(b.get("text", "")) for b in inner if isinstance(b, dict))
+            tool.output = str(inner or "")[:OUTPUT_KEEP]
+            tool.is_error = bool(block.get("is_error"))
+            tool.ended, tool.done = time.monotonic() - self.started, True
+            self.req.emit(
+                "tool_result", id=tool.id, is_error=tool.is_error, output=tool.output[:500]
+            )
+
+    def finish(self, code: int, killed: bool, stderr: str) -> RunResult:
+        final = self.final or {}
+        usage = Usage()
+        if isinstance(final.get("usage"), dict):
+            usage = Usage.from_api(final["usage"])
+        else:
+            for part in self.messages.values():
+                usage.add(part)
+        cost = final.get("total_cost_usd")
+        if not isinstance(cost, int | float):
+            cost = cost_usd(self.model or "claude-sonnet", usage)
+        result = RunResult(
+            text=str(final.get("result") or (self.texts[-1] if self.texts else "")),
+            stop="end_turn",
+            session_id=self.session_id,
+            tool_events=self.events,
+            usage=usage,
+            cost_usd=float(cost),
+            turns=int(final.get("num_turns") or len(self.messages)),
+        )
+        subtype = final.get("subtype")
+        if killed:
+            result.stop = "timeout"
+            result.error = f"killed after the {self.req.timeout_s:g} s wall clock"
+        elif subtype == "success" and not final.get("is_error"):
+            result.stop = "end_turn"
+        elif subtype == "error_max_turns":
+            result.stop = "max_turns"
+        elif final:
+            result.stop = "error"
+            detail = final.get("result") or ", ".join(map(str, final.get("errors") or []))
+            result.error = redact(f"claude: {subtype}: {detail}"[:2000])
+        else:
+            result.stop = "error"
+            result.error = redact(f"claude exited {code} without a result: {stderr[-1000:]}")
+        return result

@@ -1,0 +1,173 @@
+"""The runtime Protocol and the data that crosses it: a request in, a result out, events live.
+
+A runtime runs one model session to its end and reports what happened; it never decides
+whether the work is acceptable (that is the caller's gate, from the evidence on disk).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+Stop = Literal["end_turn", "max_turns", "timeout", "error"]
+EventKind = Literal["init", "text", "tool_use", "tool_result", "usage", "retry"]
+
+ROLE_MARKER = "[harness-role: {role}]"
+"""Every prompt carries its role, so a scripted model (and a transcript reader) knows who spoke."""
+_ROLE_RE = re.compile(r"\[harness-role:\s*[A-Za-z0-9_.:-]+\s*\]")
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Live progress: ``init`` (session_id), ``text``, ``tool_use``, ``tool_result``,
+    ``usage`` (one model call's tokens), ``retry`` (the CLI's api_retry)."""
+
+    kind: EventKind
+    data: dict[str, Any]
+
+
+@dataclass
+class ToolEvent:
+    """One tool call as the runtime saw it; times are seconds since the run started."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    is_error: bool = False
+    output: str = ""
+    """The result text, cut to ``OUTPUT_KEEP`` characters."""
+    started: float = 0.0
+    ended: float = 0.0
+    done: bool = False
+    """A result came back (false: the run stopped before the call finished)."""
+
+
+OUTPUT_KEEP = 2000
+
+
+@dataclass
+class Usage:
+    """Token totals; total input = input + cache_creation + cache_read (API-FACTS §3)."""
+
+    input: int = 0
+    output: int = 0
+    cache_creation: int = 0
+    cache_read: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input += other.input
+        self.output += other.output
+        self.cache_creation += other.cache_creation
+        self.cache_read += other.cache_read
+
+    @classmethod
+    def from_api(cls, usage: Any) -> Usage:
+        """From an API ``usage`` object or dict (the SDK's model or a stream-json dict)."""
+
+        def get(name: str) -> int:
+            value = usage.get(name) if isinstance(usage, dict) else getattr(usage, name, None)
+            return int(value) if isinstance(value, int | float) else 0
+
+        return cls(
+            input=get("input_tokens"),
+            output=get("output_tokens"),
+            cache_creation=get("cache_creation_input_tokens"),
+            cache_read=get("cache_read_input_tokens"),
+        )
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_creation + self.cache_read
+
+
+@dataclass(kw_only=True)
+class RunRequest:
+    role: str
+    """``investigator``, ``adversarial-reviewer``, ``red-team``, ``dev-agent``…"""
+    prompt: str
+    """The user prompt; ``[harness-role: <role>]`` is prepended when it is missing."""
+    workdir: Path
+    """The run's cwd (case dir or worktree)."""
+    allowed_root: Path
+    """Writes outside it are refused (anthropic) and reverted (both, by the guard)."""
+    system: str = ""
+    """Appended to the runtime's system prompt (claude: ``--append-system-prompt``)."""
+    disallowed_tools: tuple[str, ...] = ()
+    """Not even offered to the model, e.g. ``("Bash",)`` for investigations."""
+    max_turns: int = 20
+    timeout_s: float = 600.0
+    """Hard wall clock for the whole run; the run is killed on overrun."""
+    session_id: str | None = None
+    resume: bool = False
+    """Continue ``session_id``'s conversation instead of starting it."""
+    mcp_config: Path | None = None
+    cache_prefix: tuple[str, ...] = ()
+    """Stable blocks (SOP, KB…) placed first in the system prompt with ``cache_control``."""
+    protect: tuple[Path, ...] = ()
+    """Trees the guard snapshots and restores (allowed_root itself is skipped inside them).
+    Only trees no concurrent run may write to: the guard puts back *any* change there."""
+    on_event: Callable[[RunEvent], None] | None = None
+
+    def emit(self, kind: EventKind, **data: Any) -> None:
+        if self.on_event is not None:
+            self.on_event(RunEvent(kind, data))
+
+    def role_prompt(self) -> str:
+        if _ROLE_RE.search(self.prompt):
+            return self.prompt
+        return f"{ROLE_MARKER.format(role=self.role)} {self.prompt}"
+
+
+@dataclass
+class RunResult:
+    text: str
+    stop: Stop
+    session_id: str | None = None
+    tool_events: list[ToolEvent] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    turns: int = 0
+    error: str | None = None
+    reverted: list[str] = field(default_factory=list)
+    """Paths the guard put back (changed outside the allowed root, or message.json)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.stop == "end_turn" and self.error is None
+
+
+class Runtime(Protocol):
+    name: str
+
+    def run(self, req: RunRequest) -> RunResult: ...
+
+
+# -- prices ------------------------------------------------------------------------------------
+
+PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "claude-opus-4-5": (5.0, 25.0),
+    "claude-opus-4-6": (5.0, 25.0),
+    "claude-opus-4": (15.0, 75.0),
+    "claude-sonnet": (3.0, 15.0),
+    "claude-haiku-4-5": (1.0, 5.0),
+    "claude-3-5-haiku": (0.8, 4.0),
+    "claude-3-haiku": (0.25, 1.25),
+}
+"""USD per million (input, output) tokens by model-name prefix; the longest prefix wins and an
+unknown model is priced as Sonnet. Cache writes cost 1.25× input (5-minute TTL), reads 0.1×."""
+CACHE_WRITE_FACTOR = 1.25
+CACHE_READ_FACTOR = 0.1
+
+
+def cost_usd(model: str, usage: Usage) -> float:
+    matches = [p for p in PRICES_PER_MTOK if model.startswith(p)]
+    price_in, price_out = PRICES_PER_MTOK[max(matches, key=len) if matches else "claude-sonnet"]
+    tokens_in = (
+        usage.input
+        + usage.cache_creation * CACHE_WRITE_FACTOR
+        + usage.cache_read * CACHE_READ_FACTOR
+    )
+    return (tokens_in * price_in + usage.output * price_out) / 1_000_000

@@ -1,0 +1,333 @@
+"""The anthropic runtime's tools, named and shaped like the claude CLI's, each with a contract.
+
+The model proposes a call; the contract — not the model — decides whether and how it runs:
+
+=====  ===========  ==========  =======  ==============================================
+tool   effect       retry-safe  timeout  path rule
+=====  ===========  ==========  =======  ==============================================
+Read   read-only    yes         30 s     anywhere (regular files only)
+Glob   read-only    yes         60 s     anywhere
+Grep   read-only    yes         60 s     anywhere
+Write  writes-file  no          30 s     inside allowed_root, never message.json
+Edit   writes-file  no          30 s     inside allowed_root, never message.json
+Bash   external     no          600 s    unchecked before; the guard reverts after
+=====  ===========  ==========  =======  ==============================================
+
+Read-only calls of one turn may run concurrently; the rest run one at a time, in order. A
+retry-safe call is tried again once after a transient OS error; a write never is, since the
+first attempt may have landed. Arguments are checked against the schema before anything runs.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from harness_cli.agents.guard import SKIP_DIRS, is_pinned
+
+Effect = Literal["read-only", "writes-file", "external"]
+
+READ_LINES = 2000
+LINE_CHARS = 2000
+LIST_LIMIT = 200
+BASH_OUTPUT_CHARS = 30_000
+BASH_DEFAULT_MS = 120_000
+GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
+TOOLS_TIMEOUT_CAP_S = 600.0
+_TRANSIENT = {errno.EAGAIN, errno.EINTR, errno.EBUSY, errno.ETIMEDOUT, errno.EIO}
+_SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSWORD|API_KEY|PRIVATE_KEY", re.IGNORECASE)
+
+
+class ToolFailure(Exception):
+    """What the model sees as an ``is_error`` tool_result."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    workdir: Path
+    allowed_root: Path
+    deadline: float
+    """``time.monotonic()`` value at which the run's wall clock ends."""
+
+    def remaining(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+
+@dataclass(frozen=True)
+class ToolContract:
+    name: str
+    effect: Effect
+    retry_safe: bool
+    timeout_s: float
+    description: str
+    properties: dict[str, dict[str, Any]]
+    required: tuple[str, ...]
+    run: Callable[[ToolContext, dict[str, Any]], str]
+    path_arg: str | None = None
+    """The argument naming the file a ``writes-file`` tool changes (checked before the run)."""
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": {
+                "type": "object",
+                "properties": self.properties,
+                "required": list(self.required),
+            },
+        }
+
+    def check_args(self, args: Any) -> dict[str, Any]:
+        if not isinstance(args, dict):
+            raise ToolFailure(f"{self.name}: input must be an object")
+        for name in self.required:
+            if name not in args:
+                raise ToolFailure(f"{self.name}: missing required parameter {name!r}")
+        types = {"string": str, "integer": int, "boolean": bool}
+        for name, value in args.items():
+            spec = self.properties.get(name)
+            if spec is None:
+                raise ToolFailure(f"{self.name}: unknown parameter {name!r}")
+            want = types.get(str(spec.get("type")))
+            bad_bool = want is int and isinstance(value, bool)
+            if want is not None and (not isinstance(value, want) or bad_bool):
+                raise ToolFailure(f"{self.name}: {name!r} must be a {spec['type']}")
+        return args
+
+
+def call(contract: ToolContract, ctx: ToolContext, args: Any) -> str:
+    """Validate, apply the path rule, run (retrying once if the contract allows). Raises
+    ``ToolFailure`` with the message the model should see."""
+    checked = contract.check_args(args)
+    if contract.effect == "writes-file" and contract.path_arg:
+        write_target(str(checked[contract.path_arg]), ctx)
+    attempts = 2 if contract.retry_safe else 1
+    for attempt in range(attempts):
+        try:
+            return contract.run(ctx, checked)
+        except OSError as exc:
+            if exc.errno in _TRANSIENT and attempt + 1 < attempts:
+                continue
+            raise ToolFailure(f"{contract.name} failed: {exc.strerror or exc}") from None
+    raise AssertionError("unreachable")
+
+
+def _path(raw: str, ctx: ToolContext) -> Path:
+    path = Path(raw).expanduser()
+    return path if path.is_absolute() else ctx.workdir / path
+
+
+def write_target(raw: str, ctx: ToolContext) -> Path:
+    """The real file a write would change — symlinks and ``..`` resolved — or a refusal."""
+    target = Path(os.path.realpath(_path(raw, ctx)))
+    root = Path(os.path.realpath(ctx.allowed_root))
+    if not target.is_relative_to(root):
+        raise ToolFailure(f"refused: {raw} is outside the writable folder {root}")
+    if is_pinned(target, root, ctx.workdir):
+        raise ToolFailure(f"refused: {target.name} is the case's original message; read-only")
+    return target
+
+
+# -- read-only --------------------------------------------------------------------------------
+
+
+def _read(ctx: ToolContext, args: dict[str, Any]) -> str:
+    path = _path(args["file_path"], ctx)
+    if not path.exists():
+        raise ToolFailure(f"File does not exist: {path}")
+    if not path.is_file():
+        raise ToolFailure(f"Not a regular file: {path}")
+    data = path.read_bytes()
+    if b"\0" in data[:8192]:
+        raise ToolFailure(f"{path} is a binary file ({len(data)} bytes)")
+    lines = data.decode("utf-8", "replace").splitlines()
+    start = max(1, int(args.get("offset", 1)))
+    limit = max(1, int(args.get("limit", READ_LINES)))
+    chosen = lines[start - 1 : start - 1 + limit]
+    if not chosen:
+        return (
+            "(empty file)" if not lines else f"(no lines from {start}; the file has {len(lines)})"
+        )
+    return "\n".join(f"{n}\t{line[:LINE_CHARS]}" for n, line in enumerate(chosen, start))
+
+
+def _glob(ctx: ToolContext, args: dict[str, Any]) -> str:
+    base = _path(args.get("path") or str(ctx.workdir), ctx)
+    found = [
+        p
+        for p in base.glob(args["pattern"])
+        if p.is_file() and not SKIP_DIRS.intersection(p.relative_to(base).parts)
+    ]
+    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    if not found:
+        return "No files found"
+    more = f"\n(showing {LIST_LIMIT} of {len(found)})" if len(found) > LIST_LIMIT else ""
+    return "\n".join(str(p) for p in found[:LIST_LIMIT]) + more
+
+
+def _grep(ctx: ToolContext, args: dict[str, Any]) -> str:
+    try:
+        regex = re.compile(args["pattern"])
+    except re.error as exc:
+        raise ToolFailure(f"invalid regular expression: {exc}") from None
+    base = _path(args.get("path") or str(ctx.workdir), ctx)
+    pattern = args.get("glob")
+    content = args.get("output_mode") == "content"
+    out: list[str] = []
+    for file in [base] if base.is_file() else _files(base):
+        if pattern and not fnmatch.fnmatch(file.name, pattern):
+            continue
+        try:
+            if file.stat().st_size > GREP_MAX_FILE_BYTES:
+                continue
+            data = file.read_bytes()
+        except OSError:
+            continue
+        if b"\0" in data[:8192]:
+            continue
+        text = data.decode("utf-8", "replace")
+        if not content:
+            if regex.search(text):
+                out.append(str(file))
+        else:
+            for n, line in enumerate(text.splitlines(), 1):
+                if regex.search(line):
+                    out.append(f"{file}:{n}:{line[:LINE_CHARS]}")
+        if len(out) >= LIST_LIMIT:
+            out.append(f"(stopped at {LIST_LIMIT} results)")
+            break
+    return "\n".join(out) if out else "No matches found"
+
+
+def _files(base: Path) -> list[Path]:
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+        found += [Path(folder) / n for n in sorted(names)]
+    return found
+
+
+# -- writes -----------------------------------------------------------------------------------
+
+
+def _write(ctx: ToolContext, args: dict[str, Any]) -> str:
+    target = write_target(args["file_path"], ctx)
+    existed = target.exists()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(args["content"], encoding="utf-8")
+    verb = "updated" if existed else "created"
+    return f"File {verb} successfully at: {target}"
+
+
+def _edit(ctx: ToolContext, args: dict[str, Any]) -> str:
+    target = write_target(args["file_path"], ctx)
+    old, new = args["old_string"], args["new_string"]
+    if not target.is_file():
+        raise ToolFailure(f"File does not exist: {target}")
+    if old == new:
+        raise ToolFailure("old_string and new_string are the same; nothing to change")
+    text = target.read_text(encoding="utf-8")
+    count = text.count(old)
+    if count == 0:
+        raise ToolFailure(f"String to replace not found in file: {old[:200]!r}")
+    if count > 1 and not args.get("replace_all"):
+        raise ToolFailure(
+            f"Found {count} matches of the string to replace; add context to make it unique "
+            "or set replace_all"
+        )
+    replace_all = bool(args.get("replace_all"))
+    target.write_text(text.replace(old, new, -1 if replace_all else 1), encoding="utf-8")
+    replaced = count if replace_all else 1
+    return f"The file {target} has been updated successfully ({replaced} replaced)."
+
+
+def _bash(ctx: ToolContext, args: dict[str, Any]) -> str:
+    asked = int(args.get("timeout", BASH_DEFAULT_MS)) / 1000
+    limit = max(0.1, min(asked, TOOLS_TIMEOUT_CAP_S, ctx.remaining()))
+    env = {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
+    proc = subprocess.Popen(
+        ["bash", "-c", args["command"]],
+        cwd=ctx.workdir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # one process group: a timeout kills the children too
+    )
+    try:
+        raw, _ = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raw, _ = proc.communicate()
+        output = raw.decode("utf-8", "replace")[-BASH_OUTPUT_CHARS:]
+        raise ToolFailure(f"Command timed out after {limit:.0f} s\n{output}") from None
+    output = raw.decode("utf-8", "replace")
+    if len(output) > BASH_OUTPUT_CHARS:
+        output = output[:BASH_OUTPUT_CHARS] + f"\n… ({len(output) - BASH_OUTPUT_CHARS} more chars)"
+    if proc.returncode != 0:
+        raise ToolFailure(f"{output}\nExit code {proc.returncode}")
+    return output or "(no output)"
+
+
+_STR = {"type": "string"}
+_INT = {"type": "integer"}
+_PATH = {"type": "string", "description": "Absolute path of the file"}
+
+# fmt: off
+TOOLS: dict[str, ToolContract] = {
+    t.name: t
+    for t in (
+        ToolContract(
+            "Read", "read-only", True, 30.0,
+            "Read a text file; lines come numbered. offset: first line (1-based); limit: lines.",
+            {"file_path": _PATH, "offset": _INT, "limit": _INT},
+            ("file_path",), _read,
+        ),
+        ToolContract(
+            "Glob", "read-only", True, 60.0,
+            "Find files by glob pattern (e.g. **/*.py) under path (default: the working "
+            "directory), newest first.",
+            {"pattern": _STR, "path": _STR},
+            ("pattern",), _glob,
+        ),
+        ToolContract(
+            "Grep", "read-only", True, 60.0,
+            "Search file contents with a regular expression under path (default: the working "
+            "directory). glob filters file names; output_mode 'content' shows matching lines, "
+            "otherwise matching files are listed.",
+            {"pattern": _STR, "path": _STR, "glob": _STR, "output_mode": _STR},
+            ("pattern",), _grep,
+        ),
+        ToolContract(
+            "Write", "writes-file", False, 30.0,
+            "Create or overwrite a file inside the writable folder.",
+            {"file_path": _PATH, "content": _STR},
+            ("file_path", "content"), _write, path_arg="file_path",
+        ),
+        ToolContract(
+            "Edit", "writes-file", False, 30.0,
+            "Replace old_string with new_string in a file inside the writable folder; "
+            "old_string must be unique unless replace_all is true.",
+            {"file_path": _PATH, "old_string": _STR, "new_string": _STR,
+             "replace_all": {"type": "boolean"}},
+            ("file_path", "old_string", "new_string"), _edit, path_arg="file_path",
+        ),
+        ToolContract(
+            "Bash", "external", False, TOOLS_TIMEOUT_CAP_S,
+            "Run a bash command in the working directory. timeout in milliseconds "
+            f"(default {BASH_DEFAULT_MS}, at most {int(TOOLS_TIMEOUT_CAP_S * 1000)}).",
+            {"command": _STR, "timeout": _INT},
+            ("command",), _bash,
+        ),
+    )
+}
+# fmt: on

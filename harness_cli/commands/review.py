@@ -1,0 +1,33 @@
+"""harness review CASE — the adversarial review (D1-D15) and the isolated red-team review (G5)
+of a finished investigation, run on their own (investigate runs them inside its loop)."""
+
+from __future__ import annotations
+
+import typer
+
+from harness_cli.commands import new_app
+from harness_cli.output import emit
+from harness_cli.result import Result
+
+app = new_app("Adversarial review (D1-D15) and red-team review (G5) of a case.")
+
+
+@app.command()
+def review(
+    case: str | None = typer.Argument(None, help="The case id (or give --payload)."),
+    payload: str | None = typer.Option(None, "--payload", help="Dispatch payload file."),
+) -> None:
+    """Review the case's latest completion report; prints the gates' verdict with the review."""
+    from harness_cli.commands import _workflow
+    from harness_cli.investigation.run import review_case
+
+    inv = _workflow.resolve("review", case, payload)
+    with _workflow.running(inv):
+        outcome = review_case(inv.case_id)
+    result = Result("review", data=outcome)
+    result.messages.append(
+        f"severity={outcome['review']['severity']}  "
+        f"red_team_diverges={outcome['review']['red_team'].get('diverges')}  "
+        f"decision={outcome['verdict']['decision']}"
+    )
+    emit(result)

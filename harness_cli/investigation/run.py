@@ -1,0 +1,96 @@
+"""The investigate workflow end to end: case → runtime → loop → publish."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness_cli.agents.factory import build_runtime, runtime_name
+from harness_cli.config import load_config
+from harness_cli.errors import PolicyRefused
+from harness_cli.investigation.loop import Loop, cache_prefix
+from harness_cli.investigation.publish import publish, read_ticket
+from harness_cli.investigation.runs import CaseRunner
+from harness_cli.workspace import registry
+
+STARTABLE = ("new", "investigating", "awaiting_approval", "failed", "escalated")
+
+
+def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
+    cfg = load_config()
+    case = registry.load_case(case_id)
+    if case.status not in STARTABLE:
+        raise PolicyRefused(
+            f"case {case_id} is {case.status}; not investigating it again",
+            hint="reopen it first if that is what you want",
+        )
+    with registry.update_case(case_id, cfg.harness.thresholds, "investigating") as fresh:
+        fresh.move("investigating", by="investigate")
+    folder = registry.case_dir(case_id)
+    runtime = build_runtime(runtime_name(cfg.harness.runtime), model=cfg.harness.model)
+    runner = CaseRunner(runtime, cfg, folder, cache_prefix=cache_prefix(cfg, case.project))
+    try:
+        result = Loop(cfg, case, folder, runner, read_ticket(folder)).run()
+    except BaseException:
+        with registry.update_case(case_id, cfg.harness.thresholds, "investigation failed") as c:
+            c.move("failed", by="investigate")
+        raise
+    out = None
+    if post:
+        from harness_cli.services import factory
+
+        out = factory.outbound(cfg)
+    done = publish(cfg, case_id, result, out)
+    return {
+        "case_id": case_id,
+        "exit_line": done.exit_line,
+        "status": done.status,
+        "iterations": result.iterations,
+        "posted_ts": done.posted_ts,
+        "confidence": result.history[-1].confidence,
+    }
+
+
+def review_case(case_id: str) -> dict[str, Any]:
+    """Both reviews of the latest report in ``iterations/``; saved under ``review/``."""
+    import json
+
+    from harness_cli import clock
+    from harness_cli.errors import InputError
+    from harness_cli.investigation import precommit
+    from harness_cli.investigation.gates import evaluate
+    from harness_cli.investigation.prompts import render
+    from harness_cli.investigation.report import extract_report
+    from harness_cli.investigation.reviewer import review
+    from harness_cli.state.store import atomic_write_json
+
+    cfg = load_config()
+    case = registry.load_case(case_id)
+    folder = registry.case_dir(case_id)
+    latest = sorted((folder / "iterations").glob("*.json"))
+    found = None
+    for path in reversed(latest):
+        found = extract_report(json.loads(path.read_text()).get("output", "")).report
+        if found is not None:
+            break
+    if found is None:
+        raise InputError(
+            f"case {case_id} has no completion report to review",
+            hint=f"run `harness investigate {case_id}` first",
+        )
+    slate, _ = precommit.load_locked(folder)
+    runtime = build_runtime(runtime_name(cfg.harness.runtime), model=cfg.harness.model)
+    runner = CaseRunner(runtime, cfg, folder, cache_prefix=cache_prefix(cfg, case.project))
+    outcome = review(
+        runner,
+        render=lambda name, **v: render(cfg, name, **v),
+        ticket=read_ticket(folder),
+        slate=json.dumps(slate.model_dump() if slate else {}, indent=2),
+        analysis=(folder / "ANALYSIS.md").read_text() if (folder / "ANALYSIS.md").exists() else "",
+        report=found,
+    )
+    verdict = evaluate(found, None, outcome.verdict, cfg.harness.investigation)
+    atomic_write_json(
+        folder / "review" / f"manual-{clock.stamp()}.json",
+        {"review": outcome.raw, "verdict": verdict.to_json(), "calls": runner.drain()},
+    )
+    return {"case_id": case_id, "review": outcome.raw, "verdict": verdict.to_json()}
