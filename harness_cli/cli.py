@@ -43,9 +43,9 @@ COMMANDS: dict[str, Entry] = {
     "review": Entry("review", "Adversarial review (D1-D15) and red-team review (G5) of a case."),
     "followup": Entry(None, "Answer the operator's newest replies in a case thread."),
     "dev-agent": Entry(
-        None, "Hands-on code work in the case's worktree; push; open/update the MR."
+        "dev_agent", "Hands-on code work in the case's worktree; push; open/update the MR."
     ),
-    "mr-monitor": Entry(None, "One cycle over monitored MRs: CI, reviewer notes, merges."),
+    "mr-monitor": Entry("mr_monitor", "One cycle over monitored MRs: CI, reviewer notes, merges."),
     "consolidate": Entry(None, "Consolidate transcripts into TASK.md (guarded)."),
     "finalize": Entry(None, "Roll an idle case's gap reports into one MR against the harness."),
     "gap-patterns": Entry(None, "Cluster gap reports across cases into recurring failure modes."),

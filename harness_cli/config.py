@@ -17,6 +17,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness_cli import paths
+from harness_cli.delivery.monitor_thresholds import MonitorThresholds
+from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError
 from harness_cli.investigation.thresholds import InvestigationThresholds
 
@@ -79,6 +81,10 @@ class HarnessConfig(_Human):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     investigation: InvestigationThresholds = Field(default_factory=InvestigationThresholds)
     """The on-call loop's confidence bars, ceilings and budgets (gates, force rules, exits)."""
+    delivery: DeliveryThresholds = Field(default_factory=DeliveryThresholds)
+    """Where worktrees live; the L2 push self-heal budget and confidence gate."""
+    monitor: MonitorThresholds = Field(default_factory=MonitorThresholds)
+    """mr-monitor's budgets: consecutive fix_ci attempts, the cycle budget."""
 
     @property
     def allowlist(self) -> list[str]:
@@ -96,6 +102,9 @@ class Project(_Human):
     jira_prefixes: list[str] = Field(default_factory=list)
     repos: list[str] = Field(default_factory=list)
     """GitLab project paths this project's fixes go to."""
+    required_checks: list[str] = Field(default_factory=lambda: ["python -m pytest -q"])
+    """Commands the harness itself runs in the worktree before an MR may be marked ready
+    (fail-closed acceptance); the agent cannot declare its own success."""
     auto_monitor: bool | None = None
     """Per-project override of harness.yaml's ``auto_monitor``."""
 

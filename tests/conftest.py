@@ -24,6 +24,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     monkeypatch.setenv("HARNESS_WORKSPACE", str(tmp_path / "workspace"))
     monkeypatch.setenv("HARNESS_CONFIG", str(tmp_path / "agent-config"))
     monkeypatch.setenv("HARNESS_DISPATCH", "record")
+    monkeypatch.setenv("HARNESS_WORKTREES", str(tmp_path / "worktrees"))
     for var in (
         "HARNESS_NOW",
         "HARNESS_RUNTIME",

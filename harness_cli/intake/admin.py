@@ -198,6 +198,17 @@ def _task(ctx: Intake, key: str, *, auto: bool) -> str:
             args={"mode": "task", "auto": auto},
         )
         return f"approved {case_id}: dev-agent started (mode task{', auto' if auto else ''})"
+    if case.status in ("approved", "in_progress") and case.plan_pending:
+        with registry.update_case(case_id, ctx.cfg.harness.thresholds, "plan approved") as fresh:
+            fresh.plan_pending = False
+        ctx.start(
+            "dev-agent",
+            case_id=case_id,
+            case_dir=case_dir,
+            trigger=_trigger(ctx),
+            args={"mode": "task", "auto": auto, "plan_approved": True},
+        )
+        return f"plan approved for {case_id}: dev-agent implements it now"
     if case.status in ("new", "failed", "closed"):
         ctx.start(
             "investigate",

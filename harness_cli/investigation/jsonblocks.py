@@ -12,15 +12,22 @@ _FENCE = re.compile(r"```[ \t]*(?:json[a-z0-9]*)?[^\n]*\n(.*?)```", re.DOTALL | 
 
 
 def json_objects(text: str) -> list[dict[str, Any]]:
+    found = _objects(text, mask=True)
+    # A fence inside a JSON string (``` in an MR description) cuts the fenced block short; read
+    # the raw text then, so the object is still found whole.
+    return found or _objects(text, mask=False)
+
+
+def _objects(text: str, *, mask: bool) -> list[dict[str, Any]]:
     found: list[tuple[int, dict[str, Any]]] = []
-    for match in _FENCE.finditer(text or ""):
+    for match in _FENCE.finditer(text or "") if mask else ():
         try:
             data = json.loads(match.group(1).strip())
         except json.JSONDecodeError:
             continue
         if isinstance(data, dict):
             found.append((match.start(), data))
-    masked = _FENCE.sub(lambda m: " " * (m.end() - m.start()), text or "")
+    masked = _FENCE.sub(lambda m: " " * (m.end() - m.start()), text or "") if mask else text
     decoder = json.JSONDecoder()
     pos = masked.find("{")
     while pos != -1:

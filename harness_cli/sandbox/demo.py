@@ -62,6 +62,8 @@ class Step:
     already: tuple[str, ...] = ()
     """Case statuses meaning an earlier step's inline dispatch already ran this workflow (the
     inline dispatcher chains: poll-slack runs investigate itself)."""
+    before: Callable[[DemoContext], str] | None = None
+    """What the outside world does before this step (CI finishing, a reviewer, a merge)."""
 
 
 @dataclass
@@ -73,6 +75,42 @@ class DemoContext:
     @property
     def case_id(self) -> str:
         return TICKET_KEY
+
+    def mr_iid(self) -> int | None:
+        mrs = self.sandbox.gitlab.snapshot()["merge_requests"]
+        return int(mrs[-1]["iid"]) if mrs else None
+
+    def settle(self) -> str:
+        """Let the running pipelines finish, as time would."""
+        self.sandbox.gitlab.wait_for_pipelines(timeout=120)
+        statuses = [p["status"] for p in self.sandbox.gitlab.snapshot()["pipelines"]]
+        return f"CI: {', '.join(statuses) or 'no pipeline'}"
+
+    def reviewer_note(self) -> str:
+        iid = self.mr_iid()
+        if iid is None:
+            return "; no MR to review"
+        self.sandbox.gitlab.control(
+            "add_note",
+            {
+                "project": SAMPLE_PROJECT_PATH,
+                "iid": iid,
+                "author": "alice",
+                "discussion": True,
+                "body": "Could the docstring say that the threshold itself counts?",
+            },
+        )
+        return "; alice commented on the MR"
+
+    def human_merge(self) -> str:
+        iid = self.mr_iid()
+        if iid is None:
+            return "; no MR to merge"
+        # alice is satisfied with the reply: she resolves her thread as she merges
+        self.sandbox.gitlab.control(
+            "merge", {"project": SAMPLE_PROJECT_PATH, "iid": iid, "author": "alice", "force": True}
+        )
+        return "; alice resolved her thread and merged the MR"
 
 
 STEPS: tuple[Step, ...] = (
@@ -106,30 +144,39 @@ STEPS: tuple[Step, ...] = (
         already=("awaiting_approval", "escalated", "approved"),
     ),
     Step("review", "review", lambda c: ["review", c.case_id], needs=("investigate",)),
-    Step("operator approval", "admin", lambda c: ["admin", f"task {c.case_id}"], needs=("review",)),
+    Step(
+        "operator approval",
+        "admin",
+        lambda c: ["admin", f"task {c.case_id} --auto"],
+        needs=("review",),
+    ),
     Step(
         "dev-agent (task)",
         "dev-agent",
-        lambda c: ["dev-agent", c.case_id, "--mode", "task"],
+        lambda c: ["dev-agent", c.case_id, "--mode", "task", "--auto"],
         needs=("operator approval",),
+        already=("mr_open",),
     ),
     Step(
         "mr-monitor (red CI → fix_ci)",
         "mr-monitor",
         lambda c: ["mr-monitor"],
         needs=("dev-agent (task)",),
+        before=lambda c: c.settle(),
     ),
     Step(
         "mr-monitor (review → address_review)",
         "mr-monitor",
         lambda c: ["mr-monitor"],
         needs=("mr-monitor (red CI → fix_ci)",),
+        before=lambda c: c.settle() + c.reviewer_note(),
     ),
     Step(
         "mr-monitor (merged → close)",
         "mr-monitor",
         lambda c: ["mr-monitor"],
         needs=("mr-monitor (review → address_review)",),
+        before=lambda c: c.settle() + c.human_merge(),
     ),
     Step(
         "finalize",
@@ -199,6 +246,7 @@ def run_demo(
             "HARNESS_WORKSPACE": str(root / "workspace"),
             "HARNESS_CONFIG": str(_seed_config(root)),
             "HARNESS_DISPATCH": "inline",
+            "HARNESS_WORKTREES": str(root / "worktrees"),
             "HARNESS_RUNTIME": demo_runtime(runtime),
         }
         ticket = f"{SAMPLE_TICKET} ({TICKET_KEY})"
@@ -227,6 +275,7 @@ def _run_step(step: Step, ctx: DemoContext, report: DemoReport) -> StepResult:
     if missing:
         return StepResult(step.name, "waiting", f"needs {', '.join(missing)}")
     command, argv = step.command, step.argv(ctx)
+    world = step.before(ctx) if step.before is not None else ""
     if step.already and _case_status(ctx) in step.already:
         return StepResult(
             step.name, "done", f"dispatched inline by the step before (case is {_case_status(ctx)})"
@@ -251,7 +300,7 @@ def _run_step(step: Step, ctx: DemoContext, report: DemoReport) -> StepResult:
     shown = "harness " + " ".join(a if " " not in a else repr(a) for a in argv)
     if code != 0:
         return StepResult(step.name, "failed", f"{shown} exited {code} (see demo.log)", seconds)
-    return StepResult(step.name, "done", shown + note, seconds)
+    return StepResult(step.name, "done", shown + note + (f" [{world}]" if world else ""), seconds)
 
 
 def _case_status(ctx: DemoContext) -> str:

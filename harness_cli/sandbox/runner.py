@@ -18,7 +18,11 @@ from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.gitlab_api import GitLabEmulator
 from harness_cli.sandbox.pagerduty_api import SANDBOX_TOKEN as PAGERDUTY_TOKEN
 from harness_cli.sandbox.pagerduty_api import PagerDutyEmulator
-from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, seed_sample_project
+from harness_cli.sandbox.scenarios.sample_repo import (
+    SAMPLE_PROJECT_PATH,
+    sample_project_files,
+    seed_sample_project,
+)
 from harness_cli.sandbox.slack_api import SlackEmulator
 from harness_cli.state.store import atomic_write_json, atomic_write_text
 
@@ -40,7 +44,21 @@ class Scenario:
     script: str
     """The model script the Anthropic emulator plays (``sandbox/scripts/<script>.yaml``)."""
     projects: tuple[str, ...] = (SAMPLE_PROJECT_PATH,)
+    extra_files: tuple[tuple[str, str], ...] = ()
+    """Files added to the sample project (path, content)."""
 
+
+INVOICE_TEST = """from decimal import Decimal
+
+from pricing.discount import line_total
+
+
+def test_invoice_for_ten_units():
+    # pinned from a production invoice in 2025
+    assert line_total(Decimal("5.00"), 10) == Decimal("50.00")
+"""
+"""A test that encoded the bug: fixing the discount turns it red in CI (the demo's red
+pipeline, which fix_ci then repairs)."""
 
 SCENARIOS = {
     "default": Scenario(
@@ -48,6 +66,7 @@ SCENARIOS = {
         "#support (C0SUPPORT), the operator's self-DM (D0SELF) and acme/pricing-service, a "
         "small Python repo whose bulk discount has an off-by-one bug and whose CI runs pytest",
         script="demo",
+        extra_files=(("tests/test_invoice.py", INVOICE_TEST),),
     ),
 }
 
@@ -69,8 +88,9 @@ class Sandbox:
         self.pagerduty = PagerDutyEmulator()
         for emulator in (self.slack, self.gitlab, self.anthropic, self.pagerduty):
             emulator.start()
+        files = {**sample_project_files(), **dict(self.scenario.extra_files)}
         for path in self.scenario.projects:
-            seed_sample_project(self.gitlab, path=path)
+            seed_sample_project(self.gitlab, path=path, files=files)
         return self
 
     def stop(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from harness_cli.config import Config
 from harness_cli.ops.outbound import Outbound
+from harness_cli.services.gitlab import GitLab
 from harness_cli.services.slack import LiveSlack, Slack, SlackSettings
 
 
@@ -33,3 +34,10 @@ class _LazySlack:
 
 def lazy_slack() -> Slack:
     return _LazySlack()  # type: ignore[return-value]
+
+
+def gitlab() -> GitLab:
+    """GitLab as the harness's account (``GITLAB_URL``, ``GITLAB_TOKEN``)."""
+    from harness_cli.services.gitlab import GitLabSettings, LiveGitLab
+
+    return LiveGitLab(GitLabSettings.from_env())

@@ -52,6 +52,16 @@ class ThreadMap(_State):
         return [t for t in self.threads.values() if t.case_id == case_id]
 
 
+class FixAttempt(_State):
+    """One fix-ci dispatch of mr-monitor."""
+
+    pipeline_id: int
+    sha: str
+    job_id: int = 0
+    trace_file: str = ""
+    at: datetime | None = None
+
+
 class MonitoredMr(_State):
     project: str
     iid: int
@@ -67,12 +77,52 @@ class MonitoredMr(_State):
     rescan_requested: bool = False
     """``admin: mr rescan``: the next mr-monitor cycle checks this MR whatever its timers say."""
     state: str = "opened"
+    # -- mr-monitor's memory of what it already did (reference Layer 4: "each has a retry
+    # budget and can recognize what it already did") --
+    seen_updated_at: str = ""
+    """GitLab ``updated_at`` of the MR when mr-monitor last examined it fully; a listing that
+    returns the same value again (``updated_after`` is "on or after") costs no further call.
+    Empty: never examined (a new or adopted MR), so the next cycle examines it."""
+    examined_at: datetime | None = None
+    """When mr-monitor last examined the MR (harness clock), for the stale re-check."""
+    merge_status: str = ""
+    """``detailed_merge_status`` at the last examination."""
+    head_pipeline_id: int = 0
+    """The head pipeline at the last examination; while it runs, the MR is re-read each cycle
+    (a pipeline finishing does not touch the MR's ``updated_at``)."""
+    last_pipeline_id: int = 0
+    """The newest finished head pipeline already acted on: it is never acted on again."""
+    last_fix_sha: str = ""
+    """The sha of the red pipeline the last fix attempt was dispatched for: a red pipeline on
+    the same sha (a retry, or a fix run that pushed nothing) is not a new failure."""
+    fix_attempts: list[FixAttempt] = Field(default_factory=list)
+    """The consecutive fix-ci attempts behind ``fix_ci_attempts`` (cleared by a green pipeline),
+    quoted in the escalation DM."""
+    recover_attempts: int = 0
+    """Consecutive push-recovery dispatches for ``conflict``/``need_rebase``; reset once the MR
+    is mergeable again."""
+    last_recover_sha: str = ""
+    """The MR sha the last push recovery was dispatched for: never twice for the same sha."""
+    escalated: bool = False
+    """The loop gave up and DMed the operator once; the MR is paused until ``admin: mr resume``
+    or ``admin: mr rescan`` (or a green pipeline) re-arms it."""
+    handled_notes: dict[str, int] = Field(default_factory=dict)
+    """Discussion id → the newest reviewer note id already dispatched (or muted by a pause)."""
+    pending: bool = False
+    """Work found but not dispatched (held back by the global pause, the dev-agent busy on the
+    case, or a second dispatch in one cycle): examined again next cycle even if unchanged."""
 
 
 class MonitoredMrs(_State):
     """``monitored-mrs.json``: the MRs the harness opened, with their CI status."""
 
     mrs: dict[str, MonitoredMr] = Field(default_factory=dict)
+    cursors: dict[str, str] = Field(default_factory=dict)
+    """GitLab project path → the ``updated_after`` of its next MR listing: every change before
+    it has been handled. It moves only after a project's listing was handled completely, so a
+    cycle cut short by rate limits or a crash resumes where it stopped."""
+    bot_username: str = ""
+    """The harness's GitLab account (asked once): its notes are replies, never triggers."""
 
     @staticmethod
     def key(project: str, iid: int) -> str:

@@ -92,6 +92,8 @@ class Case(_Record):
     """The investigation's exit line, e.g. ``exit=complete confidence=89% …``."""
     confidence: list[ConfidencePoint] = Field(default_factory=list)
     mrs: list[CaseMr] = Field(default_factory=list)
+    plan_pending: bool = False
+    """dev-agent posted its plan and waits for the operator's OK (``admin: task <case>``)."""
     created_at: datetime
     updated_at: datetime
     history: list[Transition] = Field(default_factory=list)

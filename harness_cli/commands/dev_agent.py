@@ -1,0 +1,44 @@
+"""harness dev-agent CASE --mode task|address_review|fix_ci — hands-on code work in the case's
+worktree; the harness runs the checks, pushes with recovery, and opens or updates the MR."""
+
+from __future__ import annotations
+
+import typer
+
+from harness_cli.commands import new_app
+from harness_cli.output import emit
+from harness_cli.result import Result
+
+app = new_app("Hands-on code work in the case's worktree; push; open/update the MR.")
+
+
+@app.command()
+def dev_agent(
+    case: str | None = typer.Argument(None, help="The case id (or give --payload)."),
+    mode: str | None = typer.Option(None, "--mode", help="task, address_review or fix_ci."),
+    payload: str | None = typer.Option(None, "--payload", help="Dispatch payload file."),
+    auto: bool = typer.Option(False, "--auto", help="task: do not wait for the plan's OK."),
+    no_post: bool = typer.Option(False, "--no-post", help="Do not post to Slack."),
+) -> None:
+    """Run one dev-agent mode on a case."""
+    from harness_cli.commands import _workflow
+    from harness_cli.delivery.run import run_dev_agent
+    from harness_cli.errors import InputError
+
+    inv = _workflow.resolve("dev-agent", case, payload)
+    args = dict(inv.payload.args) if inv.payload else {}
+    chosen = mode or str(args.get("mode") or "")
+    if not chosen:
+        raise InputError("dev-agent needs --mode task|address_review|fix_ci")
+    if auto:
+        args["auto"] = True
+    with _workflow.running(inv):
+        outcome = run_dev_agent(inv.case_id, chosen, args, post=not no_post)
+    result = Result("dev-agent", data=outcome)
+    mr = outcome.get("mr") or {}
+    if mr:
+        state = "ready" if mr.get("ready") else "draft"
+        result.changed.append(f"MR {mr.get('web_url')} ({state})")
+    pushed = "pushed" if outcome.get("pushed") else "nothing pushed"
+    result.messages.append(f"{chosen}: {outcome.get('state') or pushed}")
+    emit(result)

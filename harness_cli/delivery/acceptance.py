@@ -1,0 +1,385 @@
+"""Fail-closed acceptance: the harness runs the required checks itself and keeps the evidence.
+
+The model cannot declare its own success. A change counts as passing only when the harness has
+run every required check in the worktree, read the exit codes, and durably recorded the tested
+snapshot, the commands, their results and the tool versions (reference 003, "L'acceptation
+nécessite des éléments probants indépendants"). Nothing in the record comes from the model.
+
+Any later change to a file invalidates the result: :func:`is_valid_for` recomputes the head sha
+and the snapshot digest (``git diff HEAD`` plus the untracked files) and compares both. The
+required checks stay out of the agent's reach: :func:`checks_changed` lists the changes to the
+files they depend on, for the operator to approve before the result is trusted.
+
+Fail-closed means: no check configured, a check that cannot start, a timeout, or a worktree that
+changed while the checks ran all give ``passed=False``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness_cli import __version__, clock
+from harness_cli.errors import ConfigError, HarnessError, ServiceError
+from harness_cli.services.git import Git
+from harness_cli.state.store import atomic_write_text
+
+CHECKS_KEY = "required_checks"
+"""The optional projects.yaml key (per project) listing the commands acceptance runs."""
+DEFAULT_CHECKS = ("python -m pytest -q",)
+DEFAULT_CHECK_PATHS = (
+    "tests/",
+    "test/",
+    "*conftest.py",
+    "pytest.ini",
+    "tox.ini",
+    "setup.cfg",
+    "noxfile.py",
+    ".gitlab-ci.yml",
+    ".github/workflows/",
+    "pyproject.toml#tool.pytest",
+)
+"""What the default checks depend on. ``dir/`` is a prefix, a glob matches the whole path, and
+``file#a.b`` means only the TOML table ``[a.b]`` of that file."""
+TAIL_CHARS = 4000
+_NOISE_PARTS = frozenset(
+    {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".venv"}
+)
+_NOISE_SUFFIXES = (".pyc", ".pyo")
+_SECRET_SUFFIXES = ("_TOKEN", "_SECRET", "_API_KEY", "_PASSWORD")
+
+
+class CheckRun(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    command: str
+    """As configured, e.g. ``python -m pytest -q``."""
+    argv: list[str]
+    """What was executed (``python`` resolved to the harness's interpreter)."""
+    exit_code: int | None
+    """None when the command could not start or was killed on timeout."""
+    duration_s: float
+    timed_out: bool = False
+    error: str = ""
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+
+    @property
+    def output_tail(self) -> str:
+        """What a person (or the agent, when a check failed) reads first: stdout, then stderr."""
+        parts = [self.error, self.stdout_tail.rstrip(), self.stderr_tail.rstrip()]
+        return "\n".join(p for p in parts if p)
+
+
+class AcceptanceRecord(BaseModel):
+    """``<case_dir>/acceptance/<stamp>-<sha12>.json``: the evidence that a snapshot passed."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = 1
+    worktree: str
+    head_sha: str
+    """``git rev-parse HEAD`` when the checks started."""
+    snapshot_digest: str
+    """sha256 over the head sha, ``git diff HEAD`` and the untracked files' contents."""
+    dirty_paths: list[str] = Field(default_factory=list)
+    """Uncommitted or untracked paths in the tested snapshot; non-empty means the commit alone
+    was not what got tested."""
+    excluded: list[str] = Field(default_factory=list)
+    """Worktree-relative prefixes left out of the digest (the case dir, when it lies inside)."""
+    checks: list[CheckRun] = Field(default_factory=list)
+    tools: dict[str, str] = Field(default_factory=dict)
+    passed: bool
+    reason: str = ""
+    """Why it did not pass, in one line; empty when it did."""
+    started_at: datetime
+    finished_at: datetime
+
+
+def required_checks(project: object) -> list[str]:
+    """The project's ``required_checks`` from projects.yaml, or :data:`DEFAULT_CHECKS`."""
+    value = getattr(project, CHECKS_KEY, None)
+    if value is None:
+        return list(DEFAULT_CHECKS)
+    if not isinstance(value, list) or not all(isinstance(c, str) and c.strip() for c in value):
+        raise ConfigError(
+            f"{CHECKS_KEY} must be a list of commands, got {value!r}",
+            hint='e.g. required_checks: ["python -m pytest -q"]',
+        )
+    return list(value)
+
+
+# -- the snapshot -----------------------------------------------------------------------------
+def _noise(path: str) -> bool:
+    parts = path.split("/")
+    return path.endswith(_NOISE_SUFFIXES) or any(p in _NOISE_PARTS for p in parts)
+
+
+def _untracked(git: Git, excluded: Sequence[str]) -> list[str]:
+    raw = git.run("ls-files", "--others", "--exclude-standard", "-z")
+    return sorted(
+        p
+        for p in raw.split("\0")
+        if p and not _noise(p) and not any(p == e or p.startswith(e + "/") for e in excluded)
+    )
+
+
+def _diff_bytes(worktree: Path) -> bytes:
+    # Bytes, not text: a decoding step could map two different edits to the same digest.
+    argv = ["git", "diff", "--binary", "--no-color", "--no-ext-diff", "--no-renames", "HEAD"]
+    try:
+        proc = subprocess.run(argv, cwd=worktree, capture_output=True, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ServiceError(f"git diff failed in {worktree}: {exc}") from None
+    if proc.returncode != 0:
+        detail = proc.stderr.decode("utf-8", "replace").strip()[-300:]
+        raise ServiceError(f"git diff failed in {worktree} (exit {proc.returncode}): {detail}")
+    return proc.stdout
+
+
+def snapshot(worktree: Path, *, excluded: Sequence[str] = ()) -> tuple[str, str, list[str]]:
+    """(head sha, digest, dirty paths) of ``worktree`` as it is now."""
+    git = Git(worktree)
+    head = git.run("rev-parse", "HEAD")
+    diff = _diff_bytes(worktree)
+    changed = git.run("diff", "--name-only", "-z", "--no-renames", "HEAD").split("\0")
+    untracked = _untracked(git, excluded)
+    digest = hashlib.sha256()
+    digest.update(head.encode("utf-8") + b"\0" + diff + b"\0")
+    for rel in untracked:
+        path = worktree / rel
+        digest.update(rel.encode("utf-8") + b"\0")
+        if path.is_symlink():
+            digest.update(os.readlink(path).encode("utf-8"))
+        elif path.is_file():
+            with path.open("rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 16), b""):
+                    digest.update(chunk)
+        digest.update(b"\0")
+    dirty = sorted({p for p in changed if p} | set(untracked))
+    return head, digest.hexdigest(), dirty
+
+
+# -- running the checks -----------------------------------------------------------------------
+def _argv(command: str) -> list[str]:
+    argv = shlex.split(command)
+    if argv and argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    return argv
+
+
+def _env() -> dict[str, str]:
+    # The checks run code the agent wrote: they get no credentials of the harness.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.upper().endswith(_SECRET_SUFFIXES) and not k.startswith("SLACK_")
+    }
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _run_check(command: str, worktree: Path, timeout_s: float) -> CheckRun:
+    run = CheckRun(command=command, argv=[], exit_code=None, duration_s=0.0)
+    started = time.monotonic()
+    try:
+        run.argv = _argv(command)
+        proc = subprocess.Popen(
+            run.argv,
+            cwd=worktree,
+            env=_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+    except (ValueError, OSError) as exc:  # unparseable quoting, command not found
+        run.error = str(exc)
+        return run
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+        run.exit_code = proc.returncode
+    except subprocess.TimeoutExpired:
+        # The whole process group: a test runner's children must not outlive the check.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        run.timed_out, run.error = True, f"killed after {timeout_s:g}s"
+    run.duration_s = round(time.monotonic() - started, 3)
+    run.stdout_tail, run.stderr_tail = out[-TAIL_CHARS:], err[-TAIL_CHARS:]
+    return run
+
+
+def _tools(worktree: Path) -> dict[str, str]:
+    tools = {
+        "harness": __version__,
+        "python": f"{platform.python_version()} ({sys.executable})",
+        "platform": platform.platform(),
+    }
+    with contextlib.suppress(HarnessError):
+        tools["git"] = Git(worktree).run("--version")
+    if importlib.util.find_spec("pytest") is not None:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            tools["pytest"] = importlib.metadata.version("pytest")
+    return tools
+
+
+def _verdict(checks: list[CheckRun], changed_during: bool) -> str:
+    if not checks:
+        return "no required checks configured; nothing was verified"
+    failed = [c for c in checks if c.exit_code != 0]
+    if failed:
+        first = failed[0]
+        how = first.error or f"exit {first.exit_code}"
+        return f"{len(failed)} of {len(checks)} checks failed; first: {first.command!r} ({how})"
+    if changed_during:
+        return "the worktree changed while the checks ran; the tested snapshot is gone"
+    return ""
+
+
+def run_acceptance(
+    worktree: Path, checks: list[str], case_dir: Path, *, timeout_s: float = 600
+) -> AcceptanceRecord:
+    """Run every check in ``worktree`` (each up to ``timeout_s``), record the result durably in
+    ``<case_dir>/acceptance/`` and return it. Every check runs even after one fails, so the
+    record shows the whole picture."""
+    worktree = Path(worktree).resolve()
+    case_dir = Path(case_dir)
+    excluded: list[str] = []
+    with contextlib.suppress(ValueError):
+        excluded.append(case_dir.resolve().relative_to(worktree).as_posix())
+    started_at = clock.now()
+    head, digest, dirty = snapshot(worktree, excluded=excluded)
+    runs = [_run_check(command, worktree, timeout_s) for command in checks]
+    after = snapshot(worktree, excluded=excluded)
+    reason = _verdict(runs, after[:2] != (head, digest))
+    record = AcceptanceRecord(
+        worktree=str(worktree),
+        head_sha=head,
+        snapshot_digest=digest,
+        dirty_paths=dirty,
+        excluded=excluded,
+        checks=runs,
+        tools=_tools(worktree),
+        passed=not reason,
+        reason=reason,
+        started_at=started_at,
+        finished_at=clock.now(),
+    )
+    _write(record, case_dir)
+    return record
+
+
+def _write(record: AcceptanceRecord, case_dir: Path) -> None:
+    folder = case_dir / "acceptance"
+    text = record.model_dump_json(indent=2) + "\n"
+    atomic_write_text(
+        folder / f"{clock.stamp(record.finished_at)}-{record.head_sha[:12]}.json", text
+    )
+    atomic_write_text(folder / "latest.json", text)
+
+
+def latest_record(case_dir: Path) -> AcceptanceRecord | None:
+    """The newest record of the case, or None (an unreadable one counts as none: fail closed)."""
+    try:
+        return AcceptanceRecord.model_validate_json(
+            (case_dir / "acceptance" / "latest.json").read_bytes()
+        )
+    except (OSError, ValueError):
+        return None
+
+
+# -- using a record ---------------------------------------------------------------------------
+def is_valid_for(record: AcceptanceRecord, worktree: Path) -> bool:
+    """True only if the record passed and ``worktree`` is still exactly the tested snapshot."""
+    if not record.passed:
+        return False
+    try:
+        head, digest, _ = snapshot(Path(worktree).resolve(), excluded=record.excluded)
+    except HarnessError:
+        return False
+    return head == record.head_sha and digest == record.snapshot_digest
+
+
+def accepts_head(record: AcceptanceRecord | None, head_sha: str) -> bool:
+    """True if ``record`` is a pass for exactly the commit ``head_sha`` and nothing else: a
+    snapshot with uncommitted changes was not the commit that gets pushed."""
+    return (
+        record is not None
+        and record.passed
+        and bool(head_sha)
+        and record.head_sha == head_sha
+        and not record.dirty_paths
+    )
+
+
+# -- what the checks depend on ----------------------------------------------------------------
+def _matches(pattern: str, path: str) -> bool:
+    if pattern.endswith("/"):
+        return path.startswith(pattern)
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatchcase(path, pattern)
+    return path == pattern
+
+
+def _table(text: str | None, dotted: str) -> Any:
+    if text is None:
+        return None
+    try:
+        node: Any = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return text  # unparseable: compare the raw text, so any edit shows
+    for key in dotted.split("."):
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
+def checks_changed(
+    worktree: Path, base_sha: str, check_paths: Iterable[str] = DEFAULT_CHECK_PATHS
+) -> list[str]:
+    """Paths the required checks depend on that differ from ``base_sha`` — committed,
+    uncommitted or untracked — for the operator to approve before a pass is trusted."""
+    git = Git(Path(worktree))
+    changed = set(git.run("diff", "--name-only", "-z", "--no-renames", base_sha).split("\0"))
+    changed |= set(_untracked(git, ()))
+    changed.discard("")
+    flagged: set[str] = set()
+    for pattern in check_paths:
+        if "#" in pattern:
+            file, _, dotted = pattern.partition("#")
+            if file in changed and _section_differs(git, Path(worktree), base_sha, file, dotted):
+                flagged.add(pattern)
+            continue
+        flagged.update(p for p in changed if _matches(pattern, p))
+    return sorted(flagged)
+
+
+def _section_differs(git: Git, worktree: Path, base_sha: str, file: str, dotted: str) -> bool:
+    try:
+        before: str | None = git.run("show", f"{base_sha}:{file}")
+    except HarnessError:
+        before = None
+    try:
+        now: str | None = (worktree / file).read_text(encoding="utf-8")
+    except OSError:
+        now = None
+    return bool(_table(before, dotted) != _table(now, dotted))

@@ -1,0 +1,295 @@
+"""What mr-monitor does about what it found: dev-agent dispatches, the operator's DMs, the CI
+log files, and the end of an MR (merged, closed or gone).
+
+Every function here either acts once and returns, or raises before acting: the caller records
+"handled" only after an action returned, so a crash or a 429 never turns into a lost event,
+and an event already recorded is never acted on twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness_cli import clock, dispatch
+from harness_cli.config import Config
+from harness_cli.delivery.monitor_thresholds import MonitorThresholds
+from harness_cli.errors import HarnessError, InputError, LockHeld, ServiceError, StateConflict
+from harness_cli.logs import event
+from harness_cli.ops.outbound import Outbound
+from harness_cli.services.gitlab import GitLab, MergeRequest
+from harness_cli.state import files
+from harness_cli.state.locks import hold
+from harness_cli.state.models import MonitoredMr, ThreadEntry
+from harness_cli.state.store import atomic_write_text
+from harness_cli.workspace import registry
+from harness_cli.workspace.case import TRANSITIONS
+
+log = logging.getLogger("harness.mr_monitor")
+
+T = TypeVar("T")
+_STATUS_IN_MESSAGE = re.compile(r"^GitLab: (\d{3})\b")
+
+
+@dataclass
+class CycleReport:
+    """What one mr-monitor cycle did, for the command's result."""
+
+    monitored: int = 0
+    examined: list[str] = field(default_factory=list)
+    dispatched: list[str] = field(default_factory=list)
+    held_back: list[str] = field(default_factory=list)
+    muted: list[str] = field(default_factory=list)
+    deferred: list[str] = field(default_factory=list)
+    escalated: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    calls: int = 0
+    """GitLab API calls this cycle (the wrapper's counter; python-gitlab's own 429 retries of
+    one call are not counted again)."""
+    ended_early: str = ""
+
+
+@dataclass
+class MonitorCtx:
+    cfg: Config
+    gitlab: GitLab
+    out: Outbound
+    backend: dispatch.Backend
+    thresholds: MonitorThresholds = field(default_factory=MonitorThresholds)
+    report: CycleReport = field(default_factory=CycleReport)
+    started: float = field(default_factory=time.monotonic)
+
+    def over_budget(self) -> bool:
+        return time.monotonic() - self.started > self.thresholds.cycle_budget_seconds
+
+
+def http_status(exc: ServiceError) -> int | None:
+    """The HTTP status behind a GitLab ServiceError (the wrapper puts it first in the
+    message; a ``status`` attribute wins when the wrapper provides one)."""
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        return status
+    match = _STATUS_IN_MESSAGE.match(exc.message)
+    return int(match.group(1)) if match else None
+
+
+class EndCycle(Exception):
+    """Stop this cycle now, cursors where they are (rate limited, budget spent, errors)."""
+
+
+class Gone(Exception):
+    """GitLab answered 404 for the MR or its project."""
+
+
+def call(ctx: MonitorCtx, fn: Callable[[], T], *, missing_is_gone: bool = True) -> T:
+    """One GitLab call. python-gitlab has already honoured Retry-After / RateLimit-Reset
+    (``obey_rate_limit``) for its bounded retries; a 429 that outlasted them ends the cycle
+    instead of moving on to the next MR, which would only be refused too."""
+    try:
+        return fn()
+    except ServiceError as exc:
+        status = http_status(exc)
+        if status == 404 and missing_is_gone:
+            raise Gone(exc.message) from None
+        if status == 429:
+            raise EndCycle(f"rate limited after python-gitlab's retries ({exc.message})") from None
+        raise
+
+
+def case_dir_of(entry: MonitoredMr) -> str:
+    return entry.case_dir or str(registry.case_dir(entry.case_id).resolve())
+
+
+def case_thread(case_id: str) -> ThreadEntry | None:
+    """The case's own thread in the operator's self-DM, if it has one."""
+    for handle in (files.oncall_thread_map(), files.task_thread_map()):
+        for entry in handle.read().for_case(case_id):
+            if entry.role == "case_thread" and not entry.evicted:
+                return entry
+    return None
+
+
+def dm(ctx: MonitorCtx, case_id: str | None, text: str) -> None:
+    """One message to the operator: in the case thread when there is one, else top-level in
+    the self-DM (the only place the harness speaks)."""
+    thread = case_thread(case_id) if case_id else None
+    if thread is not None:
+        ctx.out.post(thread.channel, text, thread_ts=thread.thread_ts)
+    else:
+        ctx.out.post(ctx.cfg.harness.operator.self_dm_channel, text)
+
+
+def dev_agent_busy(case_id: str) -> bool:
+    """A dev-agent already runs on this case (it holds its per-(workflow, case) lock): a second
+    dispatch would exit 3 and its event would be lost, so the work waits a cycle."""
+    try:
+        with hold(f"dev-agent-{case_id}", timeout=0):
+            return False
+    except LockHeld:
+        return True
+
+
+def start_dev_agent(
+    ctx: MonitorCtx, entry: MonitoredMr, args: dict[str, Any], trigger: dispatch.Trigger
+) -> bool:
+    """Dispatch the dev-agent; False when the backend refused to start it (systemd already
+    runs that unit), so the caller keeps the work for the next cycle."""
+    thread = case_thread(entry.case_id)
+    payload = dispatch.Payload(
+        workflow="dev-agent",
+        case_id=entry.case_id,
+        case_dir=case_dir_of(entry),
+        channel=thread.channel if thread else "",
+        thread_ts=thread.thread_ts if thread else "",
+        trigger=trigger,
+        args=args,
+    )
+    started = dispatch.dispatch(payload, backend=ctx.backend)
+    return started.started or started.backend == "record"
+
+
+def save_trace(entry: MonitoredMr, pipeline_id: int, job_id: int, text: str) -> Path:
+    """``<case_dir>/ci/<pipeline>-<job>.log``: the failed job's whole log, for the fix run."""
+    path = Path(case_dir_of(entry)) / "ci" / f"{pipeline_id}-{job_id}.log"
+    atomic_write_text(path, text)
+    return path
+
+
+# -- the end of an MR -----------------------------------------------------------------------
+def finish(ctx: MonitorCtx, key: str, entry: MonitoredMr, mr: MergeRequest) -> None:
+    """Merged or closed: worktree removed, case status moved, one DM, MR dropped. Each step is
+    idempotent, so a crash before the drop repeats the steps, not their effects."""
+    merged = mr.state == "merged"
+    others = [
+        k
+        for k, e in files.monitored_mrs().read().mrs.items()
+        if k != key and e.case_id == entry.case_id and e.state == "opened"
+    ]
+    removed = [] if others else remove_worktrees(entry.case_id)
+    case_line = _move_case(ctx, key, entry, mr, others)
+    _mark_patch_pr(entry.case_id, mr)
+    if merged:
+        retrospective_hook(entry.case_id, key)
+    verb = "merged" if merged else "closed without merging"
+    parts = [f"{key} {verb}.", case_line]
+    if removed:
+        parts.append(f"Worktree removed ({len(removed)} folder(s)).")
+    dm(ctx, entry.case_id, " ".join(p for p in parts if p))
+    with files.monitored_mrs().update() as state:
+        state.mrs.pop(key, None)
+    event(log, "mr_finished", case_id=entry.case_id, mr=key, state=mr.state)
+    ctx.report.finished.append(f"{key} {mr.state}")
+
+
+def remove_worktrees(case_id: str) -> list[Path]:
+    """The case's worktree goes once its last MR is merged or closed."""
+    from harness_cli.delivery import worktrees
+
+    try:
+        return worktrees.remove_for_case(case_id)
+    except HarnessError as exc:  # the MR's end is still recorded; the stale pruner retries
+        event(log, "worktree_remove_failed", logging.WARNING, case_id=case_id, error=exc.line())
+        return []
+
+
+def retrospective_hook(case_id: str, key: str) -> None:
+    """Where a merged MR's retrospective will start. It belongs to a later issue; until then
+    this says so in the log rather than pretending."""
+    event(log, "retrospective: not built yet", case_id=case_id, mr=key)
+
+
+def _move_case(
+    ctx: MonitorCtx, key: str, entry: MonitoredMr, mr: MergeRequest, others: list[str]
+) -> str:
+    """merged: ``mr_open → merged → closed``. Closed without merging: ``mr_open → escalated``
+    — the ticket is not solved, and only the operator can say whether it is abandoned
+    (``admin: close-case``) or needs another MR. Another open MR of the same case keeps the
+    case where it is. A case in another state (e.g. a finalize case) is left alone."""
+    thresholds = ctx.cfg.harness.thresholds
+    try:
+        with registry.update_case(entry.case_id, thresholds, f"MR {key} {mr.state}") as case:
+            for known in case.mrs:
+                if known.project == mr.project and known.iid == mr.iid:
+                    known.state = mr.state
+            if others:
+                return f"Case {case.id} stays {case.status}: {len(others)} more MR(s) open."
+            if mr.state == "merged":
+                for step in ("merged", "closed"):
+                    if step in TRANSITIONS[case.status]:
+                        case.move(step, by="mr-monitor", note=key)
+            elif "escalated" in TRANSITIONS[case.status] and case.status == "mr_open":
+                case.move("escalated", by="mr-monitor", note=f"{key} closed without merge")
+                return (
+                    f"Case {case.id} is escalated: `admin: close-case {case.id}` if it is "
+                    f"abandoned."
+                )
+            return f"Case {case.id} is {case.status}."
+    except InputError:
+        return f"No case {entry.case_id} in the workspace."
+    except StateConflict as exc:
+        return f"Case {entry.case_id} left as it was ({exc.message})."
+
+
+def _mark_patch_pr(case_id: str, mr: MergeRequest) -> None:
+    """A finalize case's improvement MR (the harness's own repo) ends the same way; its
+    ``patch-pr-state.json`` entry follows when it has one."""
+    if case_id not in files.patch_pr_state().read().cases:
+        return
+    with files.patch_pr_state().update() as state:
+        entry = state.cases.get(case_id)
+        if entry is not None and (not entry.mr_url or entry.mr_url == mr.web_url):
+            entry.status = "merged" if mr.state == "merged" else "closed"
+            entry.updated_at = clock.now()
+
+
+# -- adopting an MR -------------------------------------------------------------------------
+def adopt(ctx: MonitorCtx, key: str, case_id: str) -> tuple[bool, str]:
+    """``--watch GROUP/PROJECT!IID --case CASE``: watch an MR the harness did not open (or
+    lost track of). It is examined in full on the next cycle. Returns (changed, message)."""
+    project, _, iid_text = key.rpartition("!")
+    case = registry.load_case(case_id)
+    try:
+        mr = ctx.gitlab.get_mr(project, int(iid_text))
+    except ServiceError as exc:
+        if http_status(exc) == 404:
+            raise InputError(
+                f"GitLab has no MR {key}", hint="check the project path and IID"
+            ) from None
+        raise
+    if mr.state != "opened":
+        raise StateConflict(f"{key} is {mr.state}", hint="only open MRs can be watched")
+    with files.monitored_mrs().update() as state:
+        existing = state.mrs.get(key)
+        if existing is not None:
+            if existing.case_id != case.id:
+                raise StateConflict(
+                    f"{key} is already watched for case {existing.case_id}",
+                    hint="one MR belongs to one case",
+                )
+            return False, f"{key} is already watched for {case.id}"
+        state.mrs[key] = MonitoredMr(
+            project=project,
+            iid=mr.iid,
+            case_id=case.id,
+            case_dir=str(registry.case_dir(case.id).resolve()),
+            web_url=mr.web_url,
+            source_branch=mr.source_branch,
+            last_sha=mr.sha,
+            state=mr.state,
+        )
+    with registry.update_case(case.id, ctx.cfg.harness.thresholds, f"watch MR {key}") as c:
+        if not any(m.project == project and m.iid == mr.iid for m in c.mrs):
+            from harness_cli.workspace.case import CaseMr
+
+            c.mrs.append(CaseMr(project=project, iid=mr.iid, web_url=mr.web_url, state=mr.state))
+        if "mr_open" in TRANSITIONS[c.status]:
+            c.move("mr_open", by="mr-monitor", note=f"watching {key}")
+    event(log, "mr_adopted", case_id=case.id, mr=key)
+    return True, f"watching {key} for case {case.id}"

@@ -1,0 +1,144 @@
+"""mr-monitor's decisions, as pure functions of what GitLab said and what the monitor remembers.
+
+No I/O here: who counts as a reviewer, which discussions still want a reply, what a head
+pipeline means for the fix-ci loop, and whether the MR needs the push recovery. The loops'
+budgets come from :class:`~harness_cli.delivery.monitor_thresholds.MonitorThresholds`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness_cli.services.gitlab import Discussion, Note
+from harness_cli.state.models import MonitoredMr
+
+ACTIVE_PIPELINE = frozenset({"created", "waiting_for_resource", "preparing", "pending", "running"})
+"""Head pipeline statuses that will change by themselves: the MR is re-read next cycle."""
+RECOVER_STATUSES = frozenset({"conflict", "need_rebase"})
+"""``detailed_merge_status`` values that call for the push recovery (L1 rebase → L2 → L3)
+instead of a CI fix: no CI fix can make a conflicting branch mergeable."""
+TRANSIENT_MERGE_STATUSES = frozenset({"checking", "unchecked", "preparing", "approvals_syncing"})
+"""GitLab is still computing mergeability: read again next cycle, decide nothing yet."""
+
+_BOT_NAME = re.compile(
+    r"(^(project|group)_\d+_bot)|([-_.]bot\d*$)|(\[bot\]$)|(^ghost$)", re.IGNORECASE
+)
+"""GitLab's project/group access-token users (``project_12_bot_…``), ``*-bot`` service
+accounts, ``[bot]`` apps and the ``ghost`` placeholder of deleted users."""
+
+
+def is_reviewer_note(note: Note, *, me: str, ignored: Iterable[str] = ()) -> bool:
+    """A note a human reviewer wrote: not a system note, not the harness's own, not a bot's.
+    "Reviewers who are not humans don't start reply loops with each other." """
+    if note.system or not note.author or note.author == me:
+        return False
+    if note.author in set(ignored):
+        return False
+    return not _BOT_NAME.search(note.author)
+
+
+@dataclass(frozen=True)
+class ReviewWork:
+    """A discussion whose newest reviewer note has no reply from the harness yet."""
+
+    discussion_id: str
+    note_id: int
+    author: str
+
+
+def discussions_to_answer(
+    discussions: Iterable[Discussion],
+    *,
+    me: str,
+    handled: dict[str, int],
+    ignored: Iterable[str] = (),
+) -> list[ReviewWork]:
+    """Reviewer auto-reply "dedupes by author, which means that when the bot's latest note in
+    a discussion is newer than the reviewer's, the loop stays quiet because the reply already
+    exists". ``handled`` (discussion → newest reviewer note already dispatched) keeps a reply
+    that is still being written from being asked for twice. Resolved threads want nothing."""
+    ignored = set(ignored)
+    work: list[ReviewWork] = []
+    for discussion in discussions:
+        if discussion.resolved:
+            continue
+        reviewer = [n for n in discussion.notes if is_reviewer_note(n, me=me, ignored=ignored)]
+        if not reviewer:
+            continue
+        newest = max(reviewer, key=lambda n: n.id)
+        ours = [n.id for n in discussion.notes if n.author == me and not n.system]
+        if ours and max(ours) > newest.id:
+            continue
+        if handled.get(discussion.id, 0) >= newest.id:
+            continue
+        work.append(ReviewWork(discussion.id, newest.id, newest.author))
+    return work
+
+
+CiVerdict = Literal["none", "running", "seen", "green", "other", "not_new", "fix", "escalate"]
+
+
+def ci_verdict(
+    entry: MonitoredMr, pipeline: dict[str, Any] | None, *, max_consecutive: int
+) -> CiVerdict:
+    """What the head pipeline means for the fix-ci loop.
+
+    - ``seen``: this pipeline was acted on already ("a pipeline id already handled is never
+      dispatched again");
+    - ``not_new``: red on the sha the last fix attempt was for — a retry, or a fix run that
+      pushed nothing — "is not a new failure" (the 80 no-op "fix CI" commits);
+    - ``fix`` while fewer than ``max_consecutive`` attempts ran in a row, then ``escalate``
+      ("three consecutive failures escalate to the operator").
+    """
+    if not pipeline:
+        return "none"
+    status = str(pipeline.get("status") or "")
+    if status in ACTIVE_PIPELINE:
+        return "running"
+    if int(pipeline.get("id") or 0) == entry.last_pipeline_id:
+        return "seen"
+    if status == "success":
+        return "green"
+    if status != "failed":
+        return "other"
+    sha = str(pipeline.get("sha") or "")
+    if sha and sha == entry.last_fix_sha:
+        return "not_new"
+    if False:
+        return "escalate"
+    return "fix"
+
+
+RecoverVerdict = Literal["none", "wait", "seen", "recover", "escalate"]
+
+
+def recover_verdict(
+    entry: MonitoredMr, merge_status: str, sha: str, *, max_consecutive: int
+) -> RecoverVerdict:
+    """``conflict`` / ``need_rebase`` → the push recovery, once per MR sha, at most
+    ``max_consecutive`` times in a row before the operator is asked."""
+    if merge_status in TRANSIENT_MERGE_STATUSES:
+        return "wait"
+    if merge_status not in RECOVER_STATUSES:
+        return "none"
+    if sha and sha == entry.last_recover_sha:
+        return "seen"
+    if entry.recover_attempts >= max_consecutive:
+        return "escalate"
+    return "recover"
+
+
+def failed_job(jobs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The job whose log the fix run gets: the first failed job that was not retried (and,
+    failing that, any failed one)."""
+    failed = [j for j in jobs if j.get("status") == "failed"]
+    current = [j for j in failed if not j.get("retried")]
+    chosen = current or failed
+    return min(chosen, key=lambda j: int(j.get("id") or 0)) if chosen else None
+
+
+def tail(text: str, lines: int) -> str:
+    return "\n".join(text.rstrip("\n").splitlines()[-lines:])

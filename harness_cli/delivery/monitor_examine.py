@@ -1,0 +1,320 @@
+"""One open MR, examined: what its head pipeline, merge status and discussions call for, which
+of that may be done now, and the record of what was done.
+
+Order of precedence within one MR and one cycle: an escalation DM, then the push recovery,
+then a CI fix, then review replies — and at most one dev-agent dispatch, because the dev-agent
+runs under a per-case lock and a second one would exit 3 with its event lost. Whatever is not
+dispatched now (second in line, dev-agent busy, held back by the pause) leaves the MR
+``pending`` and unrecorded, so the next cycle finds it again.
+
+Three gates, in this order: the per-MR pause (``admin: mr pause`` — and an escalation) mutes
+the MR: what arrives meanwhile is recorded as seen and never answered automatically; the
+global pause holds automatic work back and keeps it for after the pause; ``admin: mr rescan``
+is the operator's own intent, so its dispatches pass the global pause.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness_cli import clock
+from harness_cli.delivery import monitor_decide as decide
+from harness_cli.delivery.monitor_act import (
+    MonitorCtx,
+    call,
+    dev_agent_busy,
+    dm,
+    save_trace,
+    start_dev_agent,
+)
+from harness_cli.dispatch import Trigger
+from harness_cli.intake import pause
+from harness_cli.logs import event
+from harness_cli.services.gitlab import MergeRequest
+from harness_cli.state import files
+from harness_cli.state.models import FixAttempt, MonitoredMr
+
+log = logging.getLogger("harness.mr_monitor")
+
+_OWNED = (
+    "state",
+    "last_sha",
+    "ci_status",
+    "seen_updated_at",
+    "examined_at",
+    "merge_status",
+    "head_pipeline_id",
+    "last_pipeline_id",
+    "last_fix_sha",
+    "fix_ci_attempts",
+    "fix_attempts",
+    "recover_attempts",
+    "last_recover_sha",
+    "escalated",
+    "handled_notes",
+    "pending",
+)
+"""The fields mr-monitor writes; ``paused`` and ``rescan_requested`` belong to the operator's
+admin commands and are written only when this examination changed them."""
+
+
+@dataclass
+class Action:
+    kind: str
+    """``escalate_ci``, ``escalate_recover``, ``recover``, ``fix_ci`` or ``address_review``."""
+    trigger: str = "ci_failed"
+    reviews: list[decide.ReviewWork] = field(default_factory=list)
+
+
+class Examination:
+    def __init__(
+        self,
+        ctx: MonitorCtx,
+        key: str,
+        entry: MonitoredMr,
+        mr: MergeRequest,
+        *,
+        me: str,
+        globally_paused: bool,
+    ) -> None:
+        self.ctx = ctx
+        self.key = key
+        self.before = entry
+        self.work = entry.model_copy(deep=True)
+        self.mr = mr
+        self.me = me
+        self.globally_paused = globally_paused
+        self.rescan = entry.rescan_requested
+        self.pipeline: dict[str, Any] = dict(mr.head_pipeline or {})
+        self.max = ctx.thresholds.fix_ci_max_consecutive
+        self._attempt: FixAttempt | None = None
+
+    @property
+    def pipeline_id(self) -> int:
+        return int(self.pipeline.get("id") or 0)
+
+    def run(self) -> None:
+        w = self.work
+        if w.escalated and (self.rescan or not w.paused):
+            self._rearm(forget=self.rescan)  # the operator acted: resume or rescan
+        full = (
+            self.rescan
+            or self.before.pending
+            or not self.before.seen_updated_at
+            or self.mr.updated_at != self.before.seen_updated_at
+        )
+        w.pending = False
+        w.state, w.last_sha = self.mr.state, self.mr.sha or w.last_sha
+        w.merge_status = self.mr.detailed_merge_status
+        w.head_pipeline_id = self.pipeline_id
+        w.ci_status = str(self.pipeline.get("status") or "")
+        actions = self._decide(full)
+        self._save()  # what was learnt (green resets, seen pipelines) holds even if acting fails
+        self._act(actions)
+        w.rescan_requested = False
+        w.examined_at = clock.now()
+        if full:
+            w.seen_updated_at = self.mr.updated_at
+        self._save()
+
+    # -- deciding -----------------------------------------------------------------------------
+    def _decide(self, full: bool) -> list[Action]:
+        w, mr = self.work, self.mr
+        actions: list[Action] = []
+        recover = decide.recover_verdict(
+            w, mr.detailed_merge_status, mr.sha, max_consecutive=self.max
+        )
+        if recover == "none":
+            w.recover_attempts = 0
+        elif recover == "recover":
+            actions.append(Action("recover", trigger="ci_event"))
+        elif recover == "escalate":
+            actions.append(Action("escalate_recover"))
+        conflicted = mr.detailed_merge_status in decide.RECOVER_STATUSES
+        verdict = decide.ci_verdict(w, self.pipeline, max_consecutive=self.max)
+        if verdict == "green":
+            w.last_pipeline_id = self.pipeline_id
+            w.fix_ci_attempts, w.fix_attempts = 0, []  # "a green pipeline resets the count"
+            if w.escalated:
+                self._rearm(forget=False)
+        elif verdict in ("not_new", "other") or (verdict in ("fix", "escalate") and conflicted):
+            # a retry on the attempted sha is not a new failure; on a conflicting branch the
+            # push recovery, not a CI fix, is the answer
+            w.last_pipeline_id = self.pipeline_id
+        elif verdict == "fix":
+            actions.append(Action("fix_ci"))
+        elif verdict == "escalate":
+            actions.append(Action("escalate_ci"))
+        if full:
+            discussions = call(self.ctx, lambda: self.ctx.gitlab.discussions(mr.project, mr.iid))
+            reviews = decide.discussions_to_answer(
+                discussions,
+                me=self.me,
+                handled=w.handled_notes,
+                ignored=self.ctx.thresholds.ignored_authors,
+            )
+            if reviews:
+                actions.append(Action("address_review", trigger="review_note", reviews=reviews))
+        order = ("escalate_ci", "escalate_recover", "recover", "fix_ci", "address_review")
+        return sorted(actions, key=lambda a: order.index(a.kind))
+
+    # -- acting -------------------------------------------------------------------------------
+    def _act(self, actions: list[Action]) -> None:
+        dispatched = False
+        busy: bool | None = None
+        for action in actions:
+            if self.work.paused:
+                self._record(action)
+                self.ctx.report.muted.append(f"{action.kind} {self.key}")
+                continue
+            if action.kind.startswith("escalate"):
+                self._escalate(action)
+                continue
+            if busy is None:
+                busy = dev_agent_busy(self.work.case_id)
+            if dispatched or busy:
+                self.work.pending = True
+                self.ctx.report.deferred.append(f"{action.kind} {self.key}")
+                continue
+            kind = "admin_command" if self.rescan else action.trigger
+            detail = f"dev-agent {action.kind} {self.key}"
+            if not pause.allow(kind, case_id=self.work.case_id, detail=detail):
+                self.work.pending = True
+                self.ctx.report.held_back.append(f"{action.kind} {self.key}")
+                continue
+            if not start_dev_agent(self.ctx, self.work, self._args(action), self._trigger(action)):
+                self.work.pending = True
+                self.ctx.report.deferred.append(f"{action.kind} {self.key}")
+                continue
+            dispatched = True
+            self._record(action)
+            self._save()
+            self.ctx.report.dispatched.append(f"dev-agent {action.kind} {self.key}")
+            event(log, "mr_dispatch", mr=self.key, case_id=self.work.case_id, mode=action.kind)
+
+    def _args(self, action: Action) -> dict[str, Any]:
+        if action.kind == "address_review":
+            ids = [r.discussion_id for r in action.reviews]
+            return {"mode": "address_review", "mr": self.key, "discussions": ids}
+        if action.kind == "recover":
+            return {"mode": "fix_ci", "mr": self.key, "merge_status": self.mr.detailed_merge_status}
+        job_id, path = self._fetch_trace()
+        self._attempt = FixAttempt(
+            pipeline_id=self.pipeline_id,
+            sha=str(self.pipeline.get("sha") or ""),
+            job_id=job_id,
+            trace_file=path,
+            at=clock.now(),
+        )
+        return {
+            "mode": "fix_ci",
+            "mr": self.key,
+            "pipeline_id": self.pipeline_id,
+            "trace_file": path,
+        }
+
+    def _trigger(self, action: Action) -> Trigger:
+        kind = "admin_command" if self.rescan else action.trigger
+        user = action.reviews[0].author if action.reviews else ""
+        return Trigger(kind=kind, user=user, ts=self.mr.updated_at)
+
+    def _fetch_trace(self) -> tuple[int, str]:
+        """The failed job's whole log into ``<case_dir>/ci/<pipeline>-<job>.log``."""
+        gl, project, pid = self.ctx.gitlab, self.mr.project, self.pipeline_id
+        jobs = call(self.ctx, lambda: gl.pipeline_jobs(project, pid), missing_is_gone=False)
+        job = decide.failed_job(jobs)
+        if job is None:
+            text = f"pipeline {pid} failed, but none of its {len(jobs)} job(s) reports failed\n"
+            return 0, str(save_trace(self.work, pid, 0, text))
+        job_id = int(job["id"])
+        text = call(self.ctx, lambda: gl.job_trace(project, job_id), missing_is_gone=False)
+        return job_id, str(save_trace(self.work, pid, job_id, text))
+
+    def _record(self, action: Action) -> None:
+        """What "handled" means for each kind, dispatched or muted alike."""
+        w = self.work
+        if action.kind == "address_review":
+            for r in action.reviews:
+                w.handled_notes[r.discussion_id] = r.note_id
+        elif action.kind in ("recover", "escalate_recover"):
+            w.last_recover_sha = self.mr.sha
+            if action.kind == "recover" and not w.paused:
+                w.recover_attempts += 1
+        else:
+            w.last_pipeline_id = self.pipeline_id
+            if action.kind == "fix_ci" and not w.paused:
+                w.last_fix_sha = str(self.pipeline.get("sha") or "")
+                w.fix_ci_attempts += 1
+                sha = w.last_fix_sha
+                w.fix_attempts.append(
+                    self._attempt or FixAttempt(pipeline_id=self.pipeline_id, sha=sha)
+                )
+
+    def _escalate(self, action: Action) -> None:
+        """ONE DM with the whole trail, then the MR is paused until the operator acts."""
+        if action.kind == "escalate_ci":
+            text = self._ci_escalation_text(self._fetch_trace()[1])
+        else:
+            text = (
+                f"{self.key}: still `{self.mr.detailed_merge_status}` against "
+                f"`{self.mr.target_branch}` after {self.work.recover_attempts} push recovery "
+                f"run(s). {self.mr.web_url}\n{_rearm_hint(self.key)}"
+            )
+        dm(self.ctx, self.work.case_id, text)
+        self._record(action)
+        self.work.escalated = True
+        self.work.paused = True
+        self._save()
+        self.ctx.report.escalated.append(self.key)
+        event(log, "mr_escalated", logging.WARNING, mr=self.key, case_id=self.work.case_id)
+
+    def _ci_escalation_text(self, trace_file: str) -> str:
+        w = self.work
+        lines = [
+            f"{self.key}: CI is still red after {len(w.fix_attempts) or w.fix_ci_attempts} "
+            f"fix attempt(s) in a row; I stopped fixing it. {self.mr.web_url}",
+            "Attempts:",
+        ]
+        for n, a in enumerate(w.fix_attempts, 1):
+            lines.append(f"{n}. pipeline #{a.pipeline_id} on {a.sha[:8]} — log {a.trace_file}")
+        lines.append(f"Now: pipeline #{self.pipeline_id} on {str(self.pipeline.get('sha'))[:8]}")
+        try:
+            with open(trace_file, encoding="utf-8") as handle:
+                log_tail = decide.tail(handle.read(), self.ctx.thresholds.trace_tail_lines)
+        except OSError:
+            log_tail = "(no log)"
+        lines += [f"Last lines of {trace_file}:", f"```\n{log_tail}\n```", _rearm_hint(self.key)]
+        return "\n".join(lines)
+
+    def _rearm(self, *, forget: bool) -> None:
+        w = self.work
+        w.escalated = False
+        w.paused = False
+        w.fix_ci_attempts, w.fix_attempts, w.recover_attempts = 0, [], 0
+        if forget:  # rescan: the operator asks for a fresh attempt on what is there now
+            w.last_pipeline_id, w.last_fix_sha, w.last_recover_sha = 0, "", ""
+        event(
+            log, "mr_rearmed", mr=self.key, case_id=w.case_id, by="rescan" if forget else "resume"
+        )
+
+    def _save(self) -> None:
+        with files.monitored_mrs().update() as state:
+            current = state.mrs.get(self.key)
+            if current is None:
+                return  # dropped meanwhile
+            for name in _OWNED:
+                setattr(current, name, getattr(self.work, name))
+            if self.work.paused != self.before.paused:
+                current.paused = self.work.paused
+            if self.rescan and not self.work.rescan_requested:
+                current.rescan_requested = False
+
+
+def _rearm_hint(key: str) -> str:
+    return (
+        f"Automatic fixes and replies on this MR are paused until you act: "
+        f"`admin: mr resume {key}` (new failures are fixed again) or `admin: mr rescan {key}` "
+        f"(one fresh attempt now)."
+    )

@@ -1,0 +1,216 @@
+"""Composing and submitting the merge request: the style SOP in, a linted MR out.
+
+- :func:`compose_prompt_section` reads ``sops/STYLE.md`` every time it is called: operators edit
+  that file and the next MR follows it, with no restart (reference: "A style guide that keeps
+  output from reading as machine-written").
+- :func:`submit_mr` lints the title, description and commit messages first; any violation
+  raises :class:`StyleRejected` and nothing reaches GitLab. The MR is a Draft unless a passing
+  acceptance record exists for exactly the pushed head, and it is marked ready only then. A
+  second submission for the same branch adopts the open MR (GitLab's 409) and updates it.
+- :func:`reply_gate`: a reviewer hears "Done, updated" only when the push exited 0.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness_cli.config import Thresholds
+from harness_cli.delivery.acceptance import AcceptanceRecord, accepts_head
+from harness_cli.delivery.style import (
+    StyleViolation,
+    lint_commit_message,
+    lint_description,
+    lint_title,
+)
+from harness_cli.errors import ConfigError, PolicyRefused
+from harness_cli.logs import event
+from harness_cli.services.gitlab import GitLab, MergeRequest
+from harness_cli.state import files
+from harness_cli.state.models import MonitoredMr, MonitoredMrs
+from harness_cli.workspace import registry
+from harness_cli.workspace.case import CaseMr
+
+__all__ = [
+    "DONE_REPLY",
+    "STYLE_SOP",
+    "StyleRejected",
+    "SubmitResult",
+    "compose_prompt_section",
+    "reply_gate",
+    "submit_mr",
+]
+
+log = logging.getLogger("harness.delivery.mr")
+
+STYLE_SOP = "STYLE.md"
+DONE_REPLY = "Done, updated"
+DRAFT_PREFIX = "Draft: "
+
+
+class StyleRejected(PolicyRefused):
+    """The MR or a commit message breaks the style SOP; nothing was submitted. The caller sends
+    :meth:`feedback` back to the agent."""
+
+    def __init__(self, violations: list[StyleViolation]) -> None:
+        codes = ", ".join(sorted({v.code for v in violations}))
+        super().__init__(
+            f"the MR breaks the style SOP ({len(violations)} problems: {codes}); nothing was sent",
+            hint="the violations go back to the agent to rewrite",
+        )
+        self.violations = violations
+
+    def feedback(self) -> str:
+        return "\n".join(f"- {v.render()}" for v in self.violations)
+
+
+@dataclass
+class SubmitResult:
+    mr: MergeRequest
+    ready: bool
+    """Not a draft: a passing acceptance record exists for the MR's current head."""
+    adopted: bool
+    """GitLab already had an open MR for the branch; it was updated instead of created."""
+
+    @property
+    def iid(self) -> int:
+        return self.mr.iid
+
+    @property
+    def web_url(self) -> str:
+        return self.mr.web_url
+
+    @property
+    def key(self) -> str:
+        return MonitoredMrs.key(self.mr.project, self.mr.iid)
+
+
+def compose_prompt_section(sops_dir: Path) -> str:
+    """The style SOP as the prompt section the dev-agent writes its commit message and MR
+    description under; read from disk on every call."""
+    path = Path(sops_dir) / STYLE_SOP
+    try:
+        sop = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        raise ConfigError(
+            f"style SOP {path} not found",
+            hint="restore sops/STYLE.md (or fix sops_dir in harness.yaml)",
+        ) from None
+    return (
+        "## Writing the commit message and the MR description\n\n"
+        "Follow this SOP. The harness checks the text before anything is sent and returns "
+        "every violation to you to fix.\n\n" + sop + "\n"
+    )
+
+
+def _lint(title: str, description: str, commit_messages: list[str]) -> list[StyleViolation]:
+    found = lint_title(title) + lint_description(description)
+    for n, message in enumerate(commit_messages, 1):
+        found += [
+            StyleViolation(v.code, v.line, v.message, v.fix, f"commit {n}")
+            for v in lint_commit_message(message)
+        ]
+    return found
+
+
+def _bare(title: str) -> str:
+    stripped = title.strip()
+    while stripped.lower().startswith(("draft:", "wip:")):
+        stripped = stripped.split(":", 1)[1].strip()
+    return stripped
+
+
+def submit_mr(
+    gitlab: GitLab,
+    *,
+    project: str,
+    source_branch: str,
+    target_branch: str,
+    title: str,
+    description: str,
+    commit_messages: list[str],
+    case_id: str,
+    case_dir: Path,
+    acceptance: AcceptanceRecord | None,
+    head_sha: str,
+    thresholds: Thresholds,
+) -> SubmitResult:
+    """Lint, then create (or adopt) the MR, set draft/ready from the acceptance record, register
+    it in monitored-mrs.json and in the case's ``case.json``."""
+    violations = _lint(title, description, commit_messages)
+    if violations:
+        event(
+            log,
+            "mr_style_rejected",
+            case_id=case_id,
+            branch=source_branch,
+            codes=sorted({v.code for v in violations}),
+        )
+        raise StyleRejected(violations)
+    bare = _bare(title)
+    accepted = accepts_head(acceptance, head_sha)
+    mr = gitlab.create_mr(
+        project,
+        source_branch=source_branch,
+        target_branch=target_branch,
+        title=bare,
+        description=description,
+        draft=not accepted,
+    )
+    # Ready only if GitLab's view of the head is the accepted commit: a push that landed after
+    # the acceptance run (or one GitLab has not seen yet) keeps the MR a draft.
+    ready = accepted and mr.sha == head_sha
+    adopted = mr.adopted  # update_mr returns a fresh read, which no longer says so
+    wanted_title = bare if ready else DRAFT_PREFIX + bare
+    if mr.title != wanted_title or mr.description != description:
+        mr = gitlab.update_mr(project, mr.iid, title=wanted_title, description=description)
+    _register(mr, case_id=case_id, case_dir=case_dir, head_sha=head_sha)
+    _record_on_case(mr, case_id, thresholds)
+    event(
+        log,
+        "mr_submitted",
+        case_id=case_id,
+        mr=mr.key,
+        adopted=adopted,
+        ready=ready,
+        head_sha=head_sha,
+    )
+    return SubmitResult(mr=mr, ready=ready, adopted=adopted)
+
+
+def _register(mr: MergeRequest, *, case_id: str, case_dir: Path, head_sha: str) -> None:
+    key = MonitoredMrs.key(mr.project, mr.iid)
+    with files.monitored_mrs().update() as state:
+        entry = state.mrs.get(key)
+        if entry is None:
+            entry = MonitoredMr(project=mr.project, iid=mr.iid, case_id=case_id, case_dir="")
+            state.mrs[key] = entry
+        # CI status, fix-ci attempts and a pause survive a re-submission of the same MR.
+        entry.case_id = case_id
+        entry.case_dir = str(case_dir)
+        entry.web_url = mr.web_url
+        entry.source_branch = mr.source_branch
+        entry.last_sha = mr.sha or head_sha
+        entry.state = mr.state or "opened"
+
+
+def _record_on_case(mr: MergeRequest, case_id: str, thresholds: Thresholds) -> None:
+    with registry.update_case(case_id, thresholds, f"MR {mr.key}") as case:
+        for known in case.mrs:
+            if known.project == mr.project and known.iid == mr.iid:
+                known.web_url = mr.web_url
+                known.state = mr.state or known.state
+                break
+        else:
+            case.mrs.append(
+                CaseMr(project=mr.project, iid=mr.iid, web_url=mr.web_url, state=mr.state)
+            )
+
+
+def reply_gate(push_exit_code: int, body: str) -> str | None:
+    """The reply a reviewer may be sent about a change, or None: "Done" is said only when the
+    push carrying that change exited 0 (a bool is not an exit code, so it is refused)."""
+    if isinstance(push_exit_code, bool) or push_exit_code != 0:
+        return None
+    return body.strip() or DONE_REPLY

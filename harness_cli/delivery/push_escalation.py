@@ -1,0 +1,130 @@
+"""L3 of push recovery: one DM to the operator with the whole L2 trail.
+
+Reference: "If L2 bailed on low confidence or used up its attempts, the harness sends the
+operator a DM with the whole L2 trail, meaning each attempt, each action Claude took, each
+confidence rating it gave and the closing git status. The operator starts from a fully
+instrumented state and not from 'something went wrong.'"
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from harness_cli.config import Config
+from harness_cli.delivery.push_heal import HealResult
+from harness_cli.delivery.push_rebase import PushResult, RebaseResult
+from harness_cli.delivery.worktrees import Worktree
+from harness_cli.errors import ServiceError
+from harness_cli.logs import event
+from harness_cli.ops.outbound import Outbound
+from harness_cli.state import files
+
+log = logging.getLogger("harness.delivery.escalation")
+
+STATUS_CHARS = 1500
+ERROR_CHARS = 600
+ITEM_CHARS = 200
+
+
+def case_thread(case_id: str, channel: str) -> str | None:
+    """The case's own thread in the operator's self-DM, when it has one."""
+    for thread_map in (files.task_thread_map(), files.oncall_thread_map()):
+        for entry in thread_map.read().for_case(case_id):
+            if entry.role == "case_thread" and entry.channel == channel:
+                return entry.thread_ts
+    return None
+
+
+def final_status(wt: Worktree) -> str:
+    try:
+        return wt.git().run("status", "--short", "--branch") or "(clean)"
+    except ServiceError as exc:
+        return f"(git status failed: {exc.message})"
+
+
+def escalation_text(
+    case_id: str,
+    wt: Worktree,
+    heal: HealResult | None,
+    *,
+    rebase: RebaseResult | None,
+    status: str,
+    last_error: str,
+    trail_path: Path | None,
+) -> str:
+    if heal is None:
+        why = "L2 did not run"
+    elif heal.bailed:
+        last = heal.attempts[-1]
+        why = f"L2 bailed at attempt {last.number} (confidence {last.confidence})"
+    else:
+        why = f"L2 used its {len(heal.attempts)} attempt(s); no real push exited 0"
+    lines = [
+        f":rotating_light: Push needs you — case {case_id}: {why}.",
+        f"Branch `{wt.branch}` of {wt.project}, worktree `{wt.path}`.",
+    ]
+    if rebase is not None and not rebase.ok:
+        lines.append(f"L1: {rebase.error}")
+    for a in heal.attempts if heal else []:
+        push = _push_label(a.push)
+        lines.append(
+            f"• #{a.number}: confidence {a.confidence if a.confidence is not None else 'none'}"
+            f"{' (bail)' if a.bailed else ''}; said: {_cut(a.summary or '(no report)')}; "
+            f"real push: {push}{f' — {_cut(a.note)}' if a.note else ''}"
+        )
+        if a.actions:
+            lines.append(f"   actions it reported: {_cut('; '.join(a.actions))}")
+        if a.tool_calls:
+            lines.append(f"   what it ran: {_cut(' | '.join(a.tool_calls))}")
+    lines.append(f"Final `git status --short`:\n```\n{status[:STATUS_CHARS]}\n```")
+    if last_error:
+        lines.append(f"Last push error: `{last_error[:ERROR_CHARS]}`")
+    if heal is not None and heal.backup_sha:
+        lines.append(
+            f"The branch as it was before L2: `{heal.backup_ref}` = {heal.backup_sha[:12]}"
+        )
+    if trail_path is not None:
+        lines.append(f"Full trail: `{trail_path}`")
+    return "\n".join(lines)
+
+
+def escalate(
+    outbound: Outbound,
+    cfg: Config,
+    *,
+    case_id: str,
+    wt: Worktree,
+    heal: HealResult | None,
+    rebase: RebaseResult | None = None,
+    last_error: str = "",
+    trail_path: Path | None = None,
+) -> str:
+    """L3: post ONE message to the operator's self-DM (in the case thread if there is one)
+    with the whole trail; return its ts."""
+    channel = cfg.harness.operator.self_dm_channel
+    text = escalation_text(
+        case_id,
+        wt,
+        heal,
+        rebase=rebase,
+        status=final_status(wt),
+        last_error=last_error,
+        trail_path=trail_path,
+    )
+    ts = outbound.post(channel, text, thread_ts=case_thread(case_id, channel))
+    event(log, "push_escalated", logging.WARNING, case_id=case_id, branch=wt.branch, ts=ts)
+    return ts
+
+
+def _push_label(push: PushResult | None) -> str:
+    if push is None:
+        return "not run"
+    if push.ok:
+        return "pushed"
+    return "refused by the harness" if push.refused else ("rejected" if push.rejected else "failed")
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ITEM_CHARS else text[: ITEM_CHARS - 1] + "…"

@@ -1,0 +1,325 @@
+"""worktree_manager: one git worktree per case, from a per-repo mirror no agent ever sees.
+
+The reference's old design had the agent emit a diff and the harness ``git apply`` it in the
+main checkout: a concurrent commit broke the diff headers, and a half-applied patch left the
+main tree dirty for the next case. Here each case gets ``<root>/case-<case_id>-<stamp>/`` on its
+own branch ``harness/<case_id>``; the agent edits files there with its own tools and the harness
+commits and pushes. A failure stays inside that worktree.
+
+The "main checkout" is a bare mirror (``<root>/.mirrors/<group>__<project>.git``): it has no
+working tree to dirty, and it keeps only remote-tracking refs plus the case branches the
+worktrees check out. Its config enables ``extensions.worktreeConfig`` so each worktree carries
+its own git identity and a push trap (``remote.origin.pushurl``): an agent's ``git push`` fails,
+and only the harness pushes, to the fetch URL, in ``delivery.push``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness_cli import clock, paths
+from harness_cli.delivery.thresholds import DeliveryThresholds
+from harness_cli.errors import ConfigError, ServiceError
+from harness_cli.logs import event
+from harness_cli.services.git import FALLBACK_EMAIL, FALLBACK_NAME, Git
+from harness_cli.state.locks import hold
+from harness_cli.state.store import JsonFile
+
+log = logging.getLogger("harness.delivery.worktrees")
+
+BRANCH_PREFIX = "harness/"
+"""Every case branch starts with this; the harness pushes no other branch."""
+PUSH_TRAP_URL = "/nonexistent/only-the-harness-pushes-this-branch"
+"""The worktree's ``remote.origin.pushurl``: a ``git push origin …`` typed by an agent fails
+here, so the push whose exit code counts is always the harness's own."""
+MIRRORS_DIR = ".mirrors"
+LOCK_TIMEOUT_S = 600.0
+"""A mirror fetch may be slow; a second case on the same repo waits rather than failing."""
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """One case's checkout. ``base_sha`` is ``origin/<base_branch>`` when it was created."""
+
+    path: Path
+    branch: str
+    base_branch: str
+    base_sha: str
+    project: str
+    case_id: str
+
+    def git(self) -> Git:
+        return Git(self.path)
+
+    def mirror(self) -> Path:
+        """The bare mirror this worktree was added from (its git common dir)."""
+        common = Path(self.git().run("rev-parse", "--git-common-dir"))
+        return common if common.is_absolute() else (self.path / common).resolve()
+
+
+# -- the registry ($HARNESS_HOME/worktrees.json) -------------------------------------------------
+
+
+class WorktreeRecord(BaseModel):
+    """One live worktree, as ``create`` made it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    case_id: str
+    path: str
+    """Absolute path of the worktree."""
+    branch: str
+    base_branch: str
+    base_sha: str
+    project: str
+    """``group/project`` on GitLab."""
+    repo_url: str
+    """The remote the mirror fetches from (GitLab's ``http_url_to_repo``)."""
+    mirror: str
+    """Absolute path of the bare mirror."""
+    created_at: datetime
+
+    def worktree(self) -> Worktree:
+        return Worktree(
+            path=Path(self.path),
+            branch=self.branch,
+            base_branch=self.base_branch,
+            base_sha=self.base_sha,
+            project=self.project,
+            case_id=self.case_id,
+        )
+
+
+class WorktreeRegistry(BaseModel):
+    """``worktrees.json``: case id → its worktree."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: int = 1
+    worktrees: dict[str, WorktreeRecord] = Field(default_factory=dict)
+
+
+def registry() -> JsonFile[WorktreeRegistry]:
+    return JsonFile(paths.state_file("worktrees.json"), WorktreeRegistry)
+
+
+# -- naming and locking -------------------------------------------------------------------------
+
+
+def case_branch(case_id: str) -> str:
+    return BRANCH_PREFIX + _safe(case_id)
+
+
+def mirror_path(root: Path, project_path: str) -> Path:
+    """``<root>/.mirrors/<group>__<project>.git`` (nested groups joined the same way)."""
+    parts = [_safe(p) for p in project_path.strip("/").split("/") if p]
+    if not parts:
+        raise ConfigError(f"project path {project_path!r} is empty", hint="use group/project")
+    return root / MIRRORS_DIR / ("__".join(parts) + ".git")
+
+
+@contextmanager
+def mirror_lock(mirror: Path) -> Iterator[None]:
+    """Fetches into one mirror never overlap (two cases, or two cron runs, on one repo)."""
+    with hold(f"mirror-{mirror.name}", timeout=LOCK_TIMEOUT_S, what=f"mirror {mirror}"):
+        yield
+
+
+def _safe(text: str) -> str:
+    cleaned = _UNSAFE.sub("-", text).strip(".-")
+    if not cleaned:
+        raise ConfigError(f"{text!r} cannot name a branch or a folder")
+    return cleaned
+
+
+# -- create --------------------------------------------------------------------------------------
+
+
+def ensure_mirror(root: Path, repo_url: str, project_path: str) -> Git:
+    """The project's bare mirror, created on first use and fetched now. Hold ``mirror_lock``."""
+    path = mirror_path(root, project_path)
+    mirror = Git(path)
+    if not (path / "HEAD").exists():
+        path.mkdir(parents=True, exist_ok=True)
+        mirror.run("init", "-q", "--bare")
+        # worktreeConfig makes every worktree read core.bare from the common config unless it
+        # moves to the mirror's own config.worktree; left there, each worktree would act bare.
+        mirror.run("config", "extensions.worktreeConfig", "true")
+        mirror.run("config", "--unset", "core.bare")
+        mirror.run("config", "--worktree", "core.bare", "true")
+        mirror.run("remote", "add", "origin", repo_url)
+    elif mirror.remote_url("origin") != repo_url:
+        mirror.run("remote", "set-url", "origin", repo_url)
+    mirror.run("fetch", "-q", "--prune", "origin")
+    with suppress(ServiceError):  # the remote may not advertise HEAD; protection still holds
+        mirror.run("remote", "set-head", "origin", "--auto")
+    return mirror
+
+
+def create(
+    case_id: str,
+    repo_url: str,
+    project_path: str,
+    base_branch: str,
+    *,
+    thresholds: DeliveryThresholds | None = None,
+    identity: tuple[str, str] = (FALLBACK_NAME, FALLBACK_EMAIL),
+) -> Worktree:
+    """The case's worktree on ``harness/<case_id>``: the existing one when there is one; else
+    a new one, from the remote branch when it exists (a re-run keeps its pushed commits), from
+    a local branch a pruned worktree left (unpushed commits are never dropped), else fresh
+    from ``origin/<base_branch>``."""
+    th = thresholds or DeliveryThresholds()
+    root = th.root()
+    branch = case_branch(case_id)
+    with hold(f"worktree-{_safe(case_id)}", timeout=LOCK_TIMEOUT_S, what=f"worktree of {case_id}"):
+        existing = for_case(case_id)
+        if existing is not None:
+            return existing
+        mirror_dir = mirror_path(root, project_path)
+        path = root / f"case-{_safe(case_id)}-{clock.stamp()}"
+        with mirror_lock(mirror_dir):
+            mirror = ensure_mirror(root, repo_url, project_path)
+            mirror.run("worktree", "prune")
+            base_sha = mirror.head_sha(f"refs/remotes/origin/{base_branch}")
+            if base_sha is None:
+                raise ServiceError(
+                    f"branch {base_branch!r} does not exist on {project_path}",
+                    hint="check the project's default branch in projects.yaml",
+                )
+            source = _checkout_source(mirror, branch, base_branch)
+            if source is None:
+                mirror.run("worktree", "add", "-q", str(path), branch)
+            else:  # no upstream: a bare `git push` must never find a branch to go to
+                mirror.run("worktree", "add", "-q", "--no-track", "-b", branch, str(path), source)
+        wt = Git(path)
+        wt.run("config", "--worktree", "user.name", identity[0])
+        wt.run("config", "--worktree", "user.email", identity[1])
+        wt.run("config", "--worktree", "remote.origin.pushurl", PUSH_TRAP_URL)
+        record = WorktreeRecord(
+            case_id=case_id,
+            path=str(path),
+            branch=branch,
+            base_branch=base_branch,
+            base_sha=base_sha,
+            project=project_path,
+            repo_url=repo_url,
+            mirror=str(mirror_dir),
+            created_at=clock.now(),
+        )
+        with registry().update() as state:
+            state.worktrees[case_id] = record
+        event(log, "worktree_created", case_id=case_id, path=str(path), source=source or branch)
+        return record.worktree()
+
+
+def _checkout_source(mirror: Git, branch: str, base_branch: str) -> str | None:
+    """What ``harness/<case>`` starts from; None: the local branch as it is."""
+    remote = mirror.head_sha(f"refs/remotes/origin/{branch}")
+    local = mirror.head_sha(f"refs/heads/{branch}")
+    if local is None:
+        return f"refs/remotes/origin/{branch}" if remote else f"refs/remotes/origin/{base_branch}"
+    if remote is not None and mirror.is_ancestor(local, remote):
+        mirror.run("branch", "-f", branch, remote)  # catch up; nothing of ours is lost
+    return None
+
+
+# -- look up and remove ---------------------------------------------------------------------------
+
+
+def for_case(case_id: str) -> Worktree | None:
+    """The case's worktree when it is registered and still on disk."""
+    record = registry().read().worktrees.get(case_id)
+    if record is None or not Git(Path(record.path)).is_repo():
+        return None
+    return record.worktree()
+
+
+def remove_for_case(case_id: str) -> list[Path]:
+    """The MR was merged or closed: remove the case's worktree and prune the mirror. The local
+    branch goes too unless it holds commits no remote branch has (those are kept, and logged).
+    Returns the folders removed (empty when there was none)."""
+    with hold(f"worktree-{_safe(case_id)}", timeout=LOCK_TIMEOUT_S, what=f"worktree of {case_id}"):
+        record = registry().read().worktrees.get(case_id)
+        if record is None:
+            return []
+        removed = _remove(record)
+        with registry().update() as state:
+            state.worktrees.pop(case_id, None)
+    event(log, "worktree_removed", case_id=case_id, removed=[str(p) for p in removed])
+    return removed
+
+
+def prune_stale(days: float | None = None) -> list[Path]:
+    """Remove worktrees idle for more than ``days`` (default: ``stale_worktree_days``) — cases
+    whose MR never reported back — and forget the ones whose folder is already gone."""
+    limit = (days if days is not None else DeliveryThresholds().stale_worktree_days) * 86400
+    now = clock.epoch()
+    removed: list[Path] = []
+    for case_id, record in registry().read().worktrees.items():
+        path = Path(record.path)
+        if path.exists() and now - _last_activity(record) <= limit:
+            continue
+        removed += remove_for_case(case_id)
+    return removed
+
+
+def _last_activity(record: WorktreeRecord) -> float:
+    """The newest of: creation, the worktree's index, HEAD and reflog (a commit, a checkout,
+    a ``git add`` all touch one of them)."""
+    newest = record.created_at.timestamp()
+    path = Path(record.path)
+    candidates = [path]
+    with suppress(ServiceError):
+        gitdir = Path(Git(path).run("rev-parse", "--absolute-git-dir"))
+        candidates += [gitdir / "index", gitdir / "HEAD", gitdir / "logs" / "HEAD"]
+    for candidate in candidates:
+        with suppress(OSError):
+            newest = max(newest, candidate.stat().st_mtime)
+    return newest
+
+
+def _remove(record: WorktreeRecord) -> list[Path]:
+    path = Path(record.path)
+    mirror_dir = Path(record.mirror)
+    removed: list[Path] = []
+    if not (mirror_dir / "HEAD").exists():  # mirror gone: only the folder is left to delete
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        return removed
+    mirror = Git(mirror_dir)
+    with mirror_lock(mirror_dir):
+        if path.exists():
+            # Twice --force: also a worktree left dirty, mid-rebase or locked by a crashed run.
+            with suppress(ServiceError):
+                mirror.run("worktree", "remove", "--force", "--force", str(path))
+            if path.exists():
+                shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        mirror.run("worktree", "prune")
+        _drop_branch_if_pushed(mirror, record.branch)
+    return removed
+
+
+def _drop_branch_if_pushed(mirror: Git, branch: str) -> None:
+    sha = mirror.head_sha(f"refs/heads/{branch}")
+    if sha is None:
+        return
+    holders = mirror.run(
+        "for-each-ref", "--contains", sha, "--format=%(refname)", "refs/remotes/origin"
+    )
+    if holders.strip():
+        mirror.run("branch", "-q", "-D", branch)
+    else:
+        event(log, "worktree_branch_kept", logging.WARNING, branch=branch, sha=sha)

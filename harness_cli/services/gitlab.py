@@ -1,0 +1,312 @@
+"""GitLab behind a small Protocol: the calls the harness makes, as plain data.
+
+The live implementation wraps python-gitlab (imported lazily) with its own rate-limit
+handling switched on: ``obey_rate_limit`` honours Retry-After / RateLimit-Reset on 429, and
+``retry_transient_errors`` retries 5xx a bounded number of times. Every call is counted, so a
+benchmark (and a test) can see what one mr-monitor cycle costs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harness_cli.errors import ConfigError, ServiceError
+
+
+@dataclass
+class MergeRequest:
+    project: str
+    iid: int
+    state: str
+    source_branch: str
+    target_branch: str
+    title: str
+    description: str
+    web_url: str
+    sha: str = ""
+    draft: bool = False
+    updated_at: str = ""
+    detailed_merge_status: str = ""
+    head_pipeline: dict[str, Any] | None = None
+    adopted: bool = False
+    """True when create() found an open MR for the branch (the 409) and returned it."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.project}!{self.iid}"
+
+
+@dataclass
+class Note:
+    id: int
+    author: str
+    body: str
+    system: bool
+    created_at: str
+    resolvable: bool = False
+    resolved: bool = False
+
+
+@dataclass
+class Discussion:
+    id: str
+    notes: list[Note] = field(default_factory=list)
+
+    @property
+    def resolved(self) -> bool:
+        resolvable = [n for n in self.notes if n.resolvable]
+        return bool(resolvable) and all(n.resolved for n in resolvable)
+
+
+class GitLab(Protocol):
+    calls: int
+
+    def whoami(self) -> str: ...
+
+    def project(self, path: str) -> dict[str, Any]: ...
+
+    def create_mr(
+        self,
+        project: str,
+        *,
+        source_branch: str,
+        target_branch: str,
+        title: str,
+        description: str,
+        draft: bool = False,
+    ) -> MergeRequest: ...
+
+    def get_mr(self, project: str, iid: int) -> MergeRequest: ...
+
+    def update_mr(self, project: str, iid: int, **fields: Any) -> MergeRequest: ...
+
+    def list_mrs(
+        self, project: str, *, updated_after: str | None = None, state: str = "all"
+    ) -> list[MergeRequest]: ...
+
+    def discussions(self, project: str, iid: int) -> list[Discussion]: ...
+
+    def reply(self, project: str, iid: int, discussion_id: str, body: str) -> None: ...
+
+    def note(self, project: str, iid: int, body: str) -> None: ...
+
+    def resolve(self, project: str, iid: int, discussion_id: str) -> None: ...
+
+    def pipeline_jobs(self, project: str, pipeline_id: int) -> list[dict[str, Any]]: ...
+
+    def job_trace(self, project: str, job_id: int) -> str: ...
+
+
+@dataclass
+class GitLabSettings:
+    url: str
+    token: str
+
+    @classmethod
+    def from_env(cls) -> GitLabSettings:
+        token = os.environ.get("GITLAB_TOKEN")
+        url = os.environ.get("GITLAB_URL")
+        if not token or not url:
+            missing = " and ".join(
+                v for v, val in (("GITLAB_URL", url), ("GITLAB_TOKEN", token)) if not val
+            )
+            raise ConfigError(
+                f"{missing} not set",
+                hint="export the GitLab instance URL and a project access token",
+            )
+        return cls(url=url, token=token)
+
+
+_MR_FIELDS = (
+    "iid",
+    "state",
+    "source_branch",
+    "target_branch",
+    "title",
+    "description",
+    "web_url",
+    "sha",
+    "draft",
+    "updated_at",
+    "detailed_merge_status",
+    "head_pipeline",
+)
+
+
+class LiveGitLab:
+    """``GitLab`` over python-gitlab."""
+
+    def __init__(self, settings: GitLabSettings, *, timeout: float = 30.0) -> None:
+        import gitlab
+
+        # obey_rate_limit is python-gitlab's default (429: Retry-After, then RateLimit-Reset);
+        # retry_transient_errors adds its bounded backoff on 5xx.
+        self._gl = gitlab.Gitlab(
+            settings.url,
+            private_token=settings.token,
+            timeout=timeout,
+            retry_transient_errors=True,
+        )
+        self._projects: dict[str, Any] = {}
+        self.calls = 0
+
+    def whoami(self) -> str:
+        self.calls += 1
+        self._guard(self._gl.auth)
+        user = self._gl.user
+        return str(getattr(user, "username", ""))
+
+    def project(self, path: str) -> dict[str, Any]:
+        return dict(self._project(path).attributes)
+
+    def create_mr(
+        self,
+        project: str,
+        *,
+        source_branch: str,
+        target_branch: str,
+        title: str,
+        description: str,
+        draft: bool = False,
+    ) -> MergeRequest:
+        import gitlab.exceptions
+
+        proj = self._project(project)
+        full_title = f"Draft: {title}" if draft and not title.startswith("Draft:") else title
+        self.calls += 1
+        try:
+            mr = proj.mergerequests.create(
+                {
+                    "source_branch": source_branch,
+                    "target_branch": target_branch,
+                    "title": full_title,
+                    "description": description,
+                }
+            )
+        except gitlab.exceptions.GitlabCreateError as exc:
+            if exc.response_code != 409:
+                raise ServiceError(f"GitLab refused the MR for {source_branch}: {exc}") from None
+            # "Another open merge request already exists for this source branch": adopt it.
+            found = self.list_mrs(project, state="opened")
+            for existing in found:
+                if existing.source_branch == source_branch:
+                    existing.adopted = True
+                    return existing
+            raise ServiceError(
+                f"GitLab says an MR exists for {source_branch} but none is open"
+            ) from None
+        return self._mr(project, mr)
+
+    def get_mr(self, project: str, iid: int) -> MergeRequest:
+        self.calls += 1
+        return self._mr(project, self._guard(lambda: self._project(project).mergerequests.get(iid)))
+
+    def update_mr(self, project: str, iid: int, **fields: Any) -> MergeRequest:
+        mr = self._project(project).mergerequests.get(iid, lazy=True)
+        for name, value in fields.items():
+            setattr(mr, name, value)
+        self.calls += 1
+        self._guard(mr.save)
+        return self.get_mr(project, iid)
+
+    def list_mrs(
+        self, project: str, *, updated_after: str | None = None, state: str = "all"
+    ) -> list[MergeRequest]:
+        params: dict[str, Any] = {"state": state, "get_all": True}
+        if updated_after:
+            params["updated_after"] = updated_after
+        self.calls += 1
+        found = self._guard(lambda: self._project(project).mergerequests.list(**params))
+        return [self._mr(project, mr) for mr in found]
+
+    def discussions(self, project: str, iid: int) -> list[Discussion]:
+        mr = self._project(project).mergerequests.get(iid, lazy=True)
+        self.calls += 1
+        found = self._guard(lambda: mr.discussions.list(get_all=True))
+        out = []
+        for d in found:
+            notes = [
+                Note(
+                    id=int(n["id"]),
+                    author=str((n.get("author") or {}).get("username", "")),
+                    body=str(n.get("body", "")),
+                    system=bool(n.get("system")),
+                    created_at=str(n.get("created_at", "")),
+                    resolvable=bool(n.get("resolvable")),
+                    resolved=bool(n.get("resolved")),
+                )
+                for n in d.attributes.get("notes", [])
+            ]
+            out.append(Discussion(id=str(d.id), notes=notes))
+        return out
+
+    def reply(self, project: str, iid: int, discussion_id: str, body: str) -> None:
+        mr = self._project(project).mergerequests.get(iid, lazy=True)
+        discussion = mr.discussions.get(discussion_id, lazy=True)
+        self.calls += 1
+        self._guard(lambda: discussion.notes.create({"body": body}))
+
+    def note(self, project: str, iid: int, body: str) -> None:
+        mr = self._project(project).mergerequests.get(iid, lazy=True)
+        self.calls += 1
+        self._guard(lambda: mr.notes.create({"body": body}))
+
+    def resolve(self, project: str, iid: int, discussion_id: str) -> None:
+        mr = self._project(project).mergerequests.get(iid, lazy=True)
+        discussion = mr.discussions.get(discussion_id, lazy=True)
+        discussion.resolved = True
+        self.calls += 1
+        self._guard(discussion.save)
+
+    def pipeline_jobs(self, project: str, pipeline_id: int) -> list[dict[str, Any]]:
+        pipeline = self._project(project).pipelines.get(pipeline_id, lazy=True)
+        self.calls += 1
+        return [dict(j.attributes) for j in self._guard(lambda: pipeline.jobs.list(get_all=True))]
+
+    def job_trace(self, project: str, job_id: int) -> str:
+        job = self._project(project).jobs.get(job_id, lazy=True)
+        self.calls += 1
+        raw = self._guard(job.trace)
+        return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _project(self, path: str) -> Any:
+        if path not in self._projects:
+            self.calls += 1
+            self._projects[path] = self._guard(lambda: self._gl.projects.get(path))
+        return self._projects[path]
+
+    def _mr(self, project: str, mr: Any) -> MergeRequest:
+        a = mr.attributes
+        data = {k: a.get(k) for k in _MR_FIELDS}
+        return MergeRequest(
+            project=project,
+            iid=int(data["iid"]),
+            state=str(data["state"]),
+            source_branch=str(data["source_branch"]),
+            target_branch=str(data["target_branch"]),
+            title=str(data["title"] or ""),
+            description=str(data["description"] or ""),
+            web_url=str(data["web_url"] or ""),
+            sha=str(data["sha"] or ""),
+            draft=bool(data["draft"]),
+            updated_at=str(data["updated_at"] or ""),
+            detailed_merge_status=str(data["detailed_merge_status"] or ""),
+            head_pipeline=data["head_pipeline"],
+        )
+
+    def _guard(self, fn: Any) -> Any:
+        import gitlab.exceptions
+
+        try:
+            return fn()
+        except gitlab.exceptions.GitlabAuthenticationError:
+            raise ServiceError(
+                "GitLab rejected GITLAB_TOKEN (401)", hint="issue a new token with the api scope"
+            ) from None
+        except gitlab.exceptions.GitlabError as exc:
+            raise ServiceError(f"GitLab: {exc.response_code} {exc.error_message}") from None
+        except OSError as exc:
+            raise ServiceError(f"GitLab unreachable: {exc}", hint="check GITLAB_URL") from None

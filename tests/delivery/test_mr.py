@@ -1,0 +1,285 @@
+"""L3: submitting the MR through python-gitlab against the GitLab emulator, from a real clone of
+the sample project: style rejection sends nothing, Draft until acceptance passes on the head,
+a second submission adopts the open MR (409), and the MR is registered for mr-monitor and on
+the case."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness_cli.config import Thresholds
+from harness_cli.delivery.acceptance import AcceptanceRecord, run_acceptance
+from harness_cli.delivery.mr import (
+    DONE_REPLY,
+    StyleRejected,
+    compose_prompt_section,
+    reply_gate,
+    submit_mr,
+)
+from harness_cli.errors import ConfigError
+from harness_cli.sandbox.gitlab_api import GitLabEmulator
+from harness_cli.sandbox.scenarios.sample_repo import (
+    SAMPLE_BUG_FIX,
+    SAMPLE_PROJECT_PATH,
+    seed_sample_project,
+)
+from harness_cli.services import factory
+from harness_cli.services.gitlab import GitLab
+from harness_cli.workspace import registry
+
+REPO = Path(__file__).resolve().parents[2]
+BRANCH = "fix/bulk-discount"
+CASE = "CASE-7"
+TITLE = "Apply the bulk discount from ten units on"
+DESCRIPTION = """Orders of exactly ten units were charged full price: the bulk discount compared
+the quantity with `>` while the README promises the discount from ten units on.
+
+`python -m pytest -q`
+
+    .....                                                  [100%]
+    5 passed in 0.02s
+
+Changes:
+- `pricing/discount.py`: compare the quantity with `>=` against `BULK_THRESHOLD`
+"""
+COMMITS = ["Apply the bulk discount from ten units on"]
+
+
+def git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+@pytest.fixture
+def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabEmulator]:
+    emulator = GitLabEmulator(tmp_path / "gitlab", ci_timeout=60, watch_interval=0.2)
+    emulator.start()
+    try:
+        seed_sample_project(emulator)
+        # Pipelines on the MR are not what these tests are about; skip running pytest in CI.
+        for _ in range(4):
+            emulator.control(
+                "set_pipeline_result", {"project": SAMPLE_PROJECT_PATH, "status": "success"}
+            )
+        monkeypatch.setenv("GITLAB_URL", emulator.url)
+        monkeypatch.setenv("GITLAB_TOKEN", "glpat-harness-bot")
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+@pytest.fixture
+def gitlab(emu: GitLabEmulator) -> GitLab:
+    return factory.gitlab()
+
+
+@pytest.fixture
+def clone(gitlab: GitLab, tmp_path: Path) -> Path:
+    """A clone with the fix committed and pushed on BRANCH."""
+    work = tmp_path / "clone"
+    url = str(gitlab.project(SAMPLE_PROJECT_PATH)["http_url_to_repo"])
+    git(tmp_path, "clone", "--quiet", url, str(work))
+    git(work, "checkout", "--quiet", "-b", BRANCH)
+    rel, old, new = SAMPLE_BUG_FIX
+    path = work / rel
+    path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+    git(work, "commit", "--quiet", "-am", COMMITS[0])
+    git(work, "push", "--quiet", "origin", BRANCH)
+    return work
+
+
+@pytest.fixture
+def case_dir() -> Path:
+    opened = registry.open_case(
+        Thresholds(), case_id=CASE, project="team-a", title="bulk discount", sync_now=False
+    )
+    return opened.dir
+
+
+def submit(gitlab: GitLab, clone: Path, case_dir: Path, **overrides: Any) -> Any:
+    args: dict[str, Any] = {
+        "project": SAMPLE_PROJECT_PATH,
+        "source_branch": BRANCH,
+        "target_branch": "main",
+        "title": TITLE,
+        "description": DESCRIPTION,
+        "commit_messages": COMMITS,
+        "case_id": CASE,
+        "case_dir": case_dir,
+        "acceptance": None,
+        "head_sha": git(clone, "rev-parse", "HEAD"),
+        "thresholds": Thresholds(),
+        **overrides,
+    }
+    return submit_mr(gitlab, **args)
+
+
+def mrs(emu: GitLabEmulator) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = emu.snapshot()["merge_requests"]
+    return found
+
+
+def monitored(tmp_path: Path) -> dict[str, Any]:
+    path = tmp_path / "harness-home" / "monitored-mrs.json"
+    return dict(json.loads(path.read_text())["mrs"]) if path.exists() else {}
+
+
+def test_a_bold_tag_is_rejected_and_nothing_is_sent(
+    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
+) -> None:
+    bad = "**Root cause:** the comparison was off by one.\n\n" + DESCRIPTION
+    with pytest.raises(StyleRejected) as err:
+        submit(gitlab, clone, case_dir, description=bad)
+    assert [v.code for v in err.value.violations] == ["S3"]
+    assert "S3 (description line 1)" in err.value.feedback()
+    assert emu.recorded("/merge_requests", method="POST") == []
+    assert mrs(emu) == []
+    assert monitored(tmp_path) == {}
+    assert registry.load_case(CASE).mrs == []
+
+
+def test_a_bad_commit_message_is_rejected_too(
+    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path
+) -> None:
+    messages = [*COMMITS, "Fixed the tests.\n\nCo-Authored-By: Claude <noreply@anthropic.com>"]
+    with pytest.raises(StyleRejected) as err:
+        submit(gitlab, clone, case_dir, commit_messages=messages)
+    assert {(v.code, v.where) for v in err.value.violations} == {
+        ("S1", "commit 2"),
+        ("S9", "commit 2"),
+        ("S10", "commit 2"),
+    }
+    assert emu.recorded("/merge_requests", method="POST") == []
+
+
+def test_passing_record_for_head_opens_a_ready_mr_and_registers_it(
+    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
+) -> None:
+    record = run_acceptance(clone, ["python -m pytest -q"], case_dir)
+    assert record.passed, record.reason
+    head = git(clone, "rev-parse", "HEAD")
+    result = submit(gitlab, clone, case_dir, acceptance=record)
+    assert result.ready and not result.adopted
+    (mr,) = mrs(emu)
+    assert mr["title"] == TITLE
+    assert mr["description"] == DESCRIPTION
+    assert mr["sha"] == head
+    entry = monitored(tmp_path)[f"{SAMPLE_PROJECT_PATH}!{result.iid}"]
+    assert entry["case_id"] == CASE
+    assert entry["case_dir"] == str(case_dir)
+    assert entry["last_sha"] == head
+    assert entry["source_branch"] == BRANCH
+    assert entry["web_url"] == result.web_url and result.web_url
+    (case_mr,) = registry.load_case(CASE).mrs
+    assert (case_mr.project, case_mr.iid, case_mr.web_url) == (
+        SAMPLE_PROJECT_PATH,
+        result.iid,
+        result.web_url,
+    )
+
+
+def test_without_a_record_the_mr_is_a_draft(
+    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path
+) -> None:
+    result = submit(gitlab, clone, case_dir)
+    assert not result.ready
+    (mr,) = mrs(emu)
+    assert mr["title"] == f"Draft: {TITLE}"
+
+
+def fake_record(head: str, *, passed: bool = True, dirty: list[str] | None = None) -> Any:
+    return AcceptanceRecord.model_validate(
+        {
+            "worktree": "/nowhere",
+            "head_sha": head,
+            "snapshot_digest": "0" * 64,
+            "dirty_paths": dirty or [],
+            "passed": passed,
+            "started_at": "2026-01-01T00:00:00Z",
+            "finished_at": "2026-01-01T00:00:01Z",
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        pytest.param(lambda head: fake_record(head, passed=False), id="failed"),
+        pytest.param(lambda head: fake_record("0" * 40), id="other-sha"),
+        pytest.param(lambda head: fake_record(head, dirty=["README.md"]), id="dirty-snapshot"),
+    ],
+)
+def test_a_record_that_is_not_a_pass_for_exactly_head_keeps_it_draft(
+    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path, record: Any
+) -> None:
+    result = submit(gitlab, clone, case_dir, acceptance=record(git(clone, "rev-parse", "HEAD")))
+    assert not result.ready
+    assert mrs(emu)[0]["title"].startswith("Draft: ")
+
+
+def test_second_submit_adopts_the_open_mr_and_marks_it_ready_after_acceptance(
+    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
+) -> None:
+    first = submit(gitlab, clone, case_dir)
+    assert not first.ready
+
+    record = run_acceptance(clone, ["python -m pytest -q"], case_dir)
+    revised = DESCRIPTION.replace("full price", "the full price")
+    second = submit(gitlab, clone, case_dir, acceptance=record, description=revised)
+    assert second.adopted and second.ready
+    assert second.iid == first.iid
+    (mr,) = mrs(emu)
+    assert mr["title"] == TITLE
+    assert mr["description"] == revised
+    assert list(monitored(tmp_path)) == [f"{SAMPLE_PROJECT_PATH}!{first.iid}"]
+    assert len(registry.load_case(CASE).mrs) == 1
+
+    # A new commit after the accepted one: the MR goes back to draft until acceptance reruns.
+    (clone / "README.md").write_text("# pricing-service\n\nUpdated.\n", encoding="utf-8")
+    git(clone, "commit", "--quiet", "-am", "Shorten the README")
+    git(clone, "push", "--quiet", "origin", BRANCH)
+    third = submit(gitlab, clone, case_dir, acceptance=record, description=revised)
+    assert third.adopted and not third.ready
+    assert mrs(emu)[0]["title"] == f"Draft: {TITLE}"
+    head = git(clone, "rev-parse", "HEAD")
+    assert monitored(tmp_path)[f"{SAMPLE_PROJECT_PATH}!{first.iid}"]["last_sha"] == head
+
+
+def test_compose_prompt_section_reads_the_sop_each_time(tmp_path: Path) -> None:
+    sops = tmp_path / "sops"
+    sops.mkdir()
+    shipped = (REPO / "sops" / "STYLE.md").read_text(encoding="utf-8")
+    (sops / "STYLE.md").write_text(shipped, encoding="utf-8")
+    section = compose_prompt_section(sops)
+    assert "No bold inline tags" in section
+    (sops / "STYLE.md").write_text(shipped + "\n6. Name the ticket in the first sentence.\n")
+    assert "Name the ticket in the first sentence" in compose_prompt_section(sops)
+    (sops / "STYLE.md").unlink()
+    with pytest.raises(ConfigError):
+        compose_prompt_section(sops)
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "body", "expected"),
+    [
+        (0, "", DONE_REPLY),
+        (
+            0,
+            "Done, updated: the comparison now includes ten.",
+            "Done, updated: the comparison now includes ten.",
+        ),
+        (1, "", None),
+        (1, "Done, updated", None),
+        (128, "Done", None),
+        (-9, "Done", None),
+        (False, "Done", None),
+    ],
+)
+def test_reply_gate(exit_code: int, body: str, expected: str | None) -> None:
+    assert reply_gate(exit_code, body) == expected

@@ -1,0 +1,590 @@
+"""L3/L4: `harness mr-monitor` against the GitLab emulator (real bare repos, real pipelines on the
+sample project, python-gitlab unchanged) and the Slack emulator for the operator's DMs; every
+dispatch is recorded (HARNESS_DISPATCH=record) and counted.
+
+A test stands in for the dev-agent where one would act: it pushes a commit after a fix_ci
+dispatch, or posts the bot's reply after an address_review dispatch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gitlab
+import pytest
+
+from harness_cli.delivery import monitor_decide as decide
+from harness_cli.sandbox.gitlab_api import GitLabEmulator
+from harness_cli.sandbox.scenarios.sample_repo import (
+    SAMPLE_BUG_FIX,
+    SAMPLE_PROJECT_PATH,
+    seed_sample_project,
+)
+from harness_cli.services.gitlab import Discussion, Note
+from harness_cli.state.models import MonitoredMr
+from tests.conftest import payloads
+
+PATH = SAMPLE_PROJECT_PATH
+CASE = "AAA-1"
+
+
+def git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+class World:
+    """The sandbox as one team sees it: GitLab with the sample project, the operator's
+    self-DM, a clone to push from, and `harness` run in-process."""
+
+    def __init__(self, emu: GitLabEmulator, cli: Any, slack: Any, tmp_path: Path) -> None:
+        self.emu, self.cli, self.slack, self.tmp = emu, cli, slack, tmp_path
+        self.gl = gitlab.Gitlab(emu.url, private_token="glpat-harness-bot")
+        self.project = self.gl.projects.get(PATH)
+        self.clone = tmp_path / "clone"
+        git(tmp_path, "clone", "-q", self.project.http_url_to_repo, str(self.clone))
+        self.counter = 0
+
+    # -- cases and MRs ------------------------------------------------------------------------
+    def case(self, case_id: str = CASE, *, project: str = "team-a") -> str:
+        code, _, err = self.cli("case", "new", "--project", project, "--title", "t", "--id", case_id)
+        assert code == 0, err
+        from harness_cli.config import load_config
+        from harness_cli.workspace.registry import update_case
+
+        with update_case(case_id, load_config().harness.thresholds, "test") as case:
+            case.move("approved")
+            case.move("in_progress")
+        return case_id
+
+    def force(self, status: str, project: str = PATH) -> None:
+        self.emu.control("set_pipeline_result", {"project": project, "status": status})
+
+    def open_mr(
+        self, branch: str, *, result: str | None = "failed", case: str = CASE, fix: bool = False
+    ) -> int:
+        """A branch with one commit, an MR for it (as the harness's account), watched."""
+        if result:
+            self.force(result)
+        git(self.clone, "checkout", "-q", "-B", branch, "origin/main")
+        self._change(fix=fix)
+        git(self.clone, "push", "-q", "origin", f"HEAD:{branch}")
+        mr = self.project.mergerequests.create(
+            {"source_branch": branch, "target_branch": "main", "title": f"Work on {branch}"}
+        )
+        self.emu.wait_for_pipelines(90)
+        code, out, err = self.cli("mr-monitor", "--watch", f"{PATH}!{mr.iid}", "--case", case)
+        assert code == 0, out + err
+        return int(mr.iid)
+
+    def push(self, branch: str, *, result: str | None = "failed", fix: bool = False) -> str:
+        """The dev-agent's (or a human's) next commit on the MR's branch."""
+        if result:
+            self.force(result)
+        git(self.clone, "checkout", "-q", branch)
+        self._change(fix=fix)
+        git(self.clone, "push", "-q", "origin", f"HEAD:{branch}")
+        self.emu.wait_for_pipelines(90)
+        return git(self.clone, "rev-parse", "HEAD")
+
+    def _change(self, *, fix: bool) -> None:
+        if fix:
+            path, old, new = SAMPLE_BUG_FIX
+            target = self.clone / path
+            target.write_text(target.read_text().replace(old, new))
+        else:
+            self.counter += 1
+            notes = self.clone / "NOTES.md"
+            with notes.open("a") as handle:
+                handle.write(f"attempt {self.counter}\n")
+            git(self.clone, "add", "NOTES.md")
+        git(self.clone, "commit", "-q", "-am", f"change {self.counter}")
+
+    # -- GitLab activity ----------------------------------------------------------------------
+    def note(self, iid: int, body: str, *, author: str = "alice", reply_to: str | None = None) -> str:
+        body_ = {"project": PATH, "iid": iid, "author": author, "body": body}
+        if reply_to:
+            body_["reply_to"] = reply_to
+        return str(self.emu.control("add_note", body_)["discussion_id"])
+
+    def bot_reply(self, iid: int, discussion_id: str) -> None:
+        """What the dev-agent does after address_review: reply in the thread, as the bot."""
+        self.note(iid, "Done, updated.", author="harness-bot", reply_to=discussion_id)
+
+    # -- the harness --------------------------------------------------------------------------
+    def cycle(self, *, ok: bool = True) -> dict[str, Any]:
+        code, out, err = self.cli("mr-monitor", "--json")
+        if ok:
+            assert code == 0, out + err
+        data: dict[str, Any] = json.loads(out)["data"]
+        return data
+
+    def dispatched(self, mode: str | None = None) -> list[dict[str, Any]]:
+        found = payloads(self.tmp, "dev-agent")
+        return [p for p in found if mode is None or p["args"].get("mode") == mode]
+
+    def state(self) -> dict[str, Any]:
+        path = self.tmp / "harness-home" / "monitored-mrs.json"
+        data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+        return data
+
+    def entry(self, iid: int, project: str = PATH) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = self.state().get("mrs", {}).get(f"{project}!{iid}")
+        return found
+
+    def dms(self) -> list[str]:
+        return [str(m["text"]) for m in self.slack.messages("D0SELF")]
+
+
+@pytest.fixture
+def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabEmulator]:
+    emulator = GitLabEmulator(tmp_path / "gitlab", ci_timeout=90, watch_interval=0.1)
+    emulator.start()
+    try:
+        seed_sample_project(emulator)
+        monkeypatch.setenv("GITLAB_URL", emulator.url)
+        monkeypatch.setenv("GITLAB_TOKEN", "glpat-harness-bot")
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+@pytest.fixture
+def world(emu: GitLabEmulator, cli, slack_emu, harness_ready: Path, tmp_path: Path) -> World:  # type: ignore[no-untyped-def]
+    w = World(emu, cli, slack_emu, tmp_path)
+    w.case()
+    return w
+
+
+def _trace_text(payload: dict[str, Any]) -> str:
+    return Path(payload["args"]["trace_file"]).read_text()
+
+
+# -- CI auto-fix --------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_flaky_pipeline_gets_one_fix_and_green_resets_the_count(world: World) -> None:
+    """Real CI: pytest fails on the planted bug; the fix run gets the failed job's log."""
+    iid = world.open_mr("harness/AAA-1", result=None)  # real pipeline: red on the planted bug
+    data = world.cycle()
+    [fix] = world.dispatched("fix_ci")
+    assert fix["args"]["mr"] == f"{PATH}!{iid}" and fix["trigger"]["kind"] == "ci_failed"
+    assert fix["case_id"] == CASE and fix["args"]["pipeline_id"] > 0
+    trace = Path(fix["args"]["trace_file"])
+    assert trace.parent == Path(fix["case_dir"]) / "ci"
+    assert trace.name.startswith(f"{fix['args']['pipeline_id']}-")
+    assert "test_discount_starts_at_threshold" in _trace_text(fix)
+    assert data["dispatched"] == [f"dev-agent fix_ci {PATH}!{iid}"]
+    for _ in range(3):
+        assert world.cycle()["dispatched"] == []
+    entry = world.entry(iid)
+    assert entry is not None and entry["fix_ci_attempts"] == 1
+    world.push("harness/AAA-1", result=None, fix=True)  # standing in for the dev-agent
+    world.cycle()
+    entry = world.entry(iid)
+    assert entry is not None and entry["ci_status"] == "success"
+    assert entry["fix_ci_attempts"] == 0 and entry["fix_attempts"] == []
+    assert len(world.dispatched()) == 1
+
+
+def test_permanently_red_three_attempts_then_one_escalation_then_silence(world: World) -> None:
+    iid = world.open_mr("harness/AAA-1")
+    key = f"{PATH}!{iid}"
+    world.cycle()
+    for _ in range(2):
+        world.push("harness/AAA-1")  # the fix did not help: red again
+        world.cycle()
+    assert len(world.dispatched("fix_ci")) == 3
+    assert len({p["args"]["pipeline_id"] for p in world.dispatched()}) == 3
+    world.push("harness/AAA-1")  # the 4th red pipeline
+    data = world.cycle()
+    assert data["escalated"] == [key] and data["dispatched"] == []
+    [dm] = [t for t in world.dms() if "still red" in t]
+    assert "3 fix attempt(s)" in dm and f"admin: mr resume {key}" in dm
+    assert dm.count("pipeline #") == 4 and "Result forced by the sandbox" in dm
+    for _ in range(10):
+        world.cycle()
+    world.push("harness/AAA-1")  # a 5th red pipeline while escalated: muted
+    muted = world.cycle()
+    assert muted["muted"] == [f"escalate_ci {key}"]
+    for _ in range(3):
+        world.cycle()
+    assert len(world.dispatched()) == 3
+    assert len([t for t in world.dms() if "still red" in t]) == 1
+    # the operator acts: resume re-arms the loop; the next red pipeline is attempt 1 again
+    code, out, _ = world.cli("admin", f"mr resume {key}", "--json")
+    assert code == 0 and "resumed" in out
+    world.cycle()
+    entry = world.entry(iid)
+    assert entry is not None and not entry["escalated"] and entry["fix_ci_attempts"] == 0
+    assert len(world.dispatched()) == 3
+    world.push("harness/AAA-1")
+    world.cycle()
+    assert len(world.dispatched("fix_ci")) == 4
+
+
+def test_rescan_after_escalation_gives_one_fresh_attempt(world: World) -> None:
+    iid = world.open_mr("harness/AAA-1")
+    key = f"{PATH}!{iid}"
+    world.cycle()
+    for _ in range(3):
+        world.push("harness/AAA-1")
+        world.cycle()
+    assert world.entry(iid)["escalated"]  # type: ignore[index]
+    assert world.cli("admin", f"mr rescan {key}")[0] == 0
+    world.cycle()
+    fixes = world.dispatched("fix_ci")
+    assert len(fixes) == 4 and fixes[-1]["trigger"]["kind"] == "admin_command"
+    for _ in range(3):
+        world.cycle()
+    assert len(world.dispatched()) == 4
+
+
+# -- reviewer notes -----------------------------------------------------------------------------
+def test_five_reviewer_comments_over_ten_cycles_one_dispatch_each(world: World) -> None:
+    iid = world.open_mr("harness/AAA-1", result="success")
+    world.cycle()
+    world.note(iid, "Self-authored note by the bot itself", author="harness-bot")
+    threads: list[str] = []
+    writing: list[str] = []  # replies the dev-agent is still writing (posted a cycle later)
+    for n in range(10):
+        if n % 2 == 0:
+            if n == 6:  # a second reviewer answers in the first thread
+                world.note(iid, "and the rounding?", author="bob", reply_to=threads[0])
+                threads.append(threads[0])
+            else:
+                threads.append(world.note(iid, f"comment {n}"))
+        else:  # the MR changes while a reply is being written: it is read again
+            world.note(iid, "Pipeline restarted.", author="harness-bot")
+        before = len(world.dispatched())
+        world.cycle()
+        for did in writing:  # standing in for the dev-agent: the bot replies in the thread
+            world.bot_reply(iid, did)
+        writing = [d for p in world.dispatched()[before:] for d in p["args"]["discussions"]]
+    reviews = world.dispatched("address_review")
+    assert len(reviews) == 5
+    assert [p["args"]["discussions"] for p in reviews] == [[t] for t in threads]
+    assert {p["trigger"]["kind"] for p in reviews} == {"review_note"}
+    assert [p["trigger"]["user"] for p in reviews] == ["alice"] * 3 + ["bob", "alice"]
+    for _ in range(3):
+        world.cycle()
+    assert len(world.dispatched()) == 5
+
+
+def test_paused_mr_gets_no_replies_and_resume_does_not_answer_the_muted_ones(
+    world: World,
+) -> None:
+    iid = world.open_mr("harness/AAA-1", result="success")
+    key = f"{PATH}!{iid}"
+    world.cycle()
+    assert world.cli("admin", f"mr pause {key}")[0] == 0
+    world.note(iid, "please rename this")
+    data = world.cycle()
+    assert data["muted"] == [f"address_review {key}"]
+    for _ in range(3):
+        world.cycle()
+    assert world.dispatched() == []
+    assert world.cli("admin", f"mr resume {key}")[0] == 0
+    world.cycle()
+    assert world.dispatched() == []
+    world.note(iid, "and one more thing")
+    world.cycle()
+    assert len(world.dispatched("address_review")) == 1
+
+
+def test_global_pause_holds_replies_and_the_operators_rescan_still_works(world: World) -> None:
+    iid = world.open_mr("harness/AAA-1", result="success")
+    key = f"{PATH}!{iid}"
+    world.cycle()
+    assert world.cli("pause")[0] == 0
+    world.note(iid, "please rename this")
+    assert world.cycle()["held_back"] == [f"address_review {key}"]
+    for _ in range(3):
+        assert world.cycle()["examined"] == []  # held work is not re-read while paused
+    assert world.dispatched() == []
+    state = json.loads((world.tmp / "harness-home" / "oncall-state.json").read_text())
+    assert state["held_back_total"] == 1
+    assert world.cli("admin", f"mr rescan {key}")[0] == 0
+    world.cycle()
+    [p] = world.dispatched("address_review")
+    assert p["trigger"]["kind"] == "admin_command"
+    assert world.cli("resume")[0] == 0
+    for _ in range(3):
+        world.cycle()
+    assert len(world.dispatched()) == 1
+
+
+def test_work_held_by_the_global_pause_is_done_once_after_resume(world: World) -> None:
+    iid = world.open_mr("harness/AAA-1")
+    world.cli("pause")
+    world.cycle()
+    assert world.dispatched() == []
+    world.cli("resume")
+    world.cycle()
+    world.cycle()
+    [fix] = world.dispatched()
+    assert fix["args"]["mode"] == "fix_ci" and fix["args"]["mr"] == f"{PATH}!{iid}"
+
+
+# -- rate limits ---------------------------------------------------------------------------------
+def test_429_storm_mid_cycle_loses_nothing_and_duplicates_nothing(world: World) -> None:
+    from harness_cli.sandbox.httpbase import Fault
+
+    iids = [world.open_mr(f"harness/AAA-1-{n}", result="success") for n in range(3)]
+    world.cycle()
+    cursor_before = world.state()["cursors"][PATH]
+    for iid in iids:
+        world.note(iid, f"comment on !{iid}")
+    # Retry-After: 0, one more 429 than python-gitlab's default ten retries
+    storm = Fault(
+        kind="status",
+        status=429,
+        match=f"/merge_requests/{iids[1]}/discussions",
+        headers={"Retry-After": "0"},
+        times=11,
+    )
+    world.emu.add_fault(storm)
+    first = world.cycle()
+    assert "rate limited" in first["ended_early"]
+    assert first["dispatched"] == [f"dev-agent address_review {PATH}!{iids[0]}"]
+    assert world.state()["cursors"][PATH] == cursor_before  # the cursor stayed
+    limited = world.emu.recorded(f"/merge_requests/{iids[1]}/discussions")
+    assert len([r for r in limited if r.status == 429]) == 11  # python-gitlab honoured Retry-After and retried; then we stopped
+    second = world.cycle()
+    assert second["ended_early"] == ""
+    assert sorted(second["dispatched"]) == [
+        f"dev-agent address_review {PATH}!{iid}" for iid in iids[1:]
+    ]
+    for _ in range(3):
+        world.cycle()
+    reviews = world.dispatched("address_review")
+    assert sorted(p["args"]["mr"] for p in reviews) == sorted(f"{PATH}!{i}" for i in iids)
+
+
+def test_unchanged_mrs_cost_no_calls_beyond_the_listing(world: World) -> None:
+    iids = [world.open_mr(f"harness/AAA-1-{n}", result="success") for n in range(4)]
+    world.cycle()
+    world.cycle()  # the cursor settles
+    idle = world.cycle()
+    assert idle["examined"] == [] and idle["calls"] <= 2  # the project, one listing
+    world.note(iids[2], "one change")
+    busy = world.cycle()
+    assert busy["examined"] == [f"{PATH}!{iids[2]}"]
+    assert busy["calls"] <= 4  # + the MR and its discussions
+
+
+# -- the end of an MR ---------------------------------------------------------------------------
+def test_merge_removes_the_worktree_closes_the_case_and_says_so_once(
+    world: World, tmp_path: Path
+) -> None:
+    from harness_cli.delivery import worktrees
+    from harness_cli.delivery.thresholds import DeliveryThresholds
+
+    wt = worktrees.create(
+        CASE,
+        world.project.http_url_to_repo,
+        PATH,
+        "main",
+        thresholds=DeliveryThresholds(worktree_root=str(tmp_path / "wt")),
+    )
+    iid = world.open_mr("harness/AAA-1", result="success", fix=True)
+    world.cycle()
+    assert world.emu.control("merge", {"project": PATH, "iid": iid})["ok"]
+    data = world.cycle()
+    assert data["finished"] == [f"{PATH}!{iid} merged"]
+    assert not wt.path.exists() and worktrees.for_case(CASE) is None
+    assert world.entry(iid) is None
+    case = json.loads((tmp_path / "workspace" / "case-workspaces" / CASE / "case.json").read_text())
+    assert case["status"] == "closed"
+    assert [h["to"] for h in case["history"]][-2:] == ["merged", "closed"]
+    assert case["mrs"][0]["state"] == "merged"
+    for _ in range(3):
+        world.cycle()
+    assert len([t for t in world.dms() if "merged" in t]) == 1
+    assert world.dispatched() == []
+
+
+def test_closed_without_merge_escalates_the_case(world: World, tmp_path: Path) -> None:
+    iid = world.open_mr("harness/AAA-1", result="success")
+    world.cycle()
+    world.emu.control("close", {"project": PATH, "iid": iid})
+    world.cycle()
+    case = json.loads((tmp_path / "workspace" / "case-workspaces" / CASE / "case.json").read_text())
+    assert case["status"] == "escalated" and world.entry(iid) is None
+    [dm] = [t for t in world.dms() if "closed without merging" in t]
+    assert f"admin: close-case {CASE}" in dm
+
+
+# -- mergeability -------------------------------------------------------------------------------
+def _conflict_on_main() -> dict[str, Any]:
+    path, old, _ = SAMPLE_BUG_FIX
+    return {
+        "project": PATH,
+        "branch": "main",
+        "message": "A teammate rewrote the same line",
+        "files": {path: _sample_discount().replace(old, "    if quantity >= 11:\n")},
+    }
+
+
+def _sample_discount() -> str:
+    from harness_cli.sandbox.scenarios.sample_repo import sample_project_files
+
+    return sample_project_files()[SAMPLE_BUG_FIX[0]]
+
+
+def test_conflict_gets_the_push_recovery_not_a_ci_fix(world: World) -> None:
+    iid = world.open_mr("harness/AAA-1", result="running", fix=True)
+    world.cycle()  # pipeline still running: re-read next cycle
+    world.emu.control("commit", _conflict_on_main())
+    pipeline = world.project.mergerequests.get(iid).head_pipeline["id"]
+    world.emu.control(
+        "set_pipeline_result", {"project": PATH, "status": "failed", "pipeline_id": pipeline}
+    )
+    world.cycle()
+    [p] = world.dispatched()
+    assert p["args"] == {"mode": "fix_ci", "mr": f"{PATH}!{iid}", "merge_status": "conflict"}
+    assert p["trigger"]["kind"] == "ci_event"
+    for _ in range(3):
+        world.cycle()
+    assert len(world.dispatched()) == 1
+
+
+def test_an_idle_mr_is_rechecked_after_hours_and_its_conflict_found(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_NOW", "2026-11-30T08:00:00Z")
+    iid = world.open_mr("harness/AAA-1", result="success", fix=True)
+    world.cycle()
+    world.emu.control("commit", _conflict_on_main())
+    world.cycle()
+    assert world.dispatched() == []  # nothing on the MR changed
+    monkeypatch.setenv("HARNESS_NOW", "2026-11-30T15:00:00Z")
+    data = world.cycle()
+    assert data["examined"] == [f"{PATH}!{iid}"]
+    [p] = world.dispatched()
+    assert p["args"]["merge_status"] == "conflict"
+
+
+# -- the harness's own repository, adoption ------------------------------------------------------
+def test_improvement_mr_on_the_harness_repo_is_watched_the_same_way(
+    world: World, tmp_path: Path
+) -> None:
+    """pr-ci-fixer: an MR against the harness's own repo, whose case is the finalize case."""
+    own = "acme/harness"
+    world.emu.control(
+        "create_project",
+        {"path": own, "files": {"README.md": "# harness\n"}, "ci_command": ["false"]},
+    )
+    world.case("FIN-1", project="team-b")
+    from harness_cli.state import files
+    from harness_cli.state.models import PatchPrEntry
+
+    with files.patch_pr_state().update() as st:
+        st.cases["FIN-1"] = PatchPrEntry(status="open")
+    world.emu.control(
+        "commit",
+        {"project": own, "branch": "gap/retry", "files": {"a.py": "x = 1\n"}, "message": "m"},
+    )
+    harness_project = world.gl.projects.get(own)
+    mr = harness_project.mergerequests.create(
+        {"source_branch": "gap/retry", "target_branch": "main", "title": "Retry budget"}
+    )
+    world.emu.wait_for_pipelines(60)
+    assert world.cli("mr-monitor", "--watch", f"{own}!{mr.iid}", "--case", "FIN-1")[0] == 0
+    world.open_mr("harness/AAA-1", result="success")
+    world.cycle()
+    [fix] = world.dispatched("fix_ci")
+    assert fix["case_id"] == "FIN-1" and fix["args"]["mr"] == f"{own}!{mr.iid}"
+    assert set(world.state()["cursors"]) == {own, PATH}
+    world.emu.control("merge", {"project": own, "iid": mr.iid, "force": True})
+    world.cycle()
+    assert files.patch_pr_state().read().cases["FIN-1"].status == "merged"
+
+
+def test_watch_refuses_what_it_cannot_watch(world: World) -> None:
+    code, _, err = world.cli("mr-monitor", "--watch", f"{PATH}!99", "--case", CASE)
+    assert code == 2 and "no MR" in err
+    code, _, err = world.cli("mr-monitor", "--watch", f"{PATH}!1")
+    assert code == 2 and "--case" in err
+    iid = world.open_mr("harness/AAA-1", result="success")
+    code, out, _ = world.cli("mr-monitor", "--watch", f"{PATH}!{iid}", "--case", CASE, "--json")
+    assert code == 0 and "already watched" in out
+    case = json.loads((world.tmp / "workspace" / "case-workspaces" / CASE / "case.json").read_text())
+    assert case["status"] == "mr_open" and len(case["mrs"]) == 1
+
+
+def test_a_second_cycle_at_once_exits_3(world: World) -> None:
+    from harness_cli.state.locks import hold
+
+    with hold("mr-monitor", timeout=0):
+        assert world.cli("mr-monitor")[0] == 3
+
+
+# -- pure decisions (L0) ------------------------------------------------------------------------
+def _note(nid: int, author: str, *, system: bool = False) -> Note:
+    return Note(id=nid, author=author, body="b", system=system, created_at="", resolvable=True)
+
+
+@pytest.mark.parametrize(
+    ("name", "human"),
+    [
+        ("alice", True),
+        ("abbot", True),
+        ("project_12_bot_3f9a", False),
+        ("group_4_bot_77", False),
+        ("renovate-bot", False),
+        ("dependabot[bot]", False),
+        ("ghost", False),
+        ("lint_bot", False),
+    ],
+)
+def test_only_humans_are_reviewers(name: str, human: bool) -> None:
+    assert decide.is_reviewer_note(_note(1, name), me="harness-bot") is human
+
+
+def test_reply_dedup_by_author_and_by_what_was_dispatched() -> None:
+    me = "harness-bot"
+    threads = [
+        Discussion("answered", [_note(1, "alice"), _note(2, me)]),
+        Discussion("open", [_note(3, "alice"), _note(4, me), _note(5, "bob")]),
+        Discussion("system", [_note(6, "alice", system=True)]),
+        Discussion("bots", [_note(7, "renovate-bot"), _note(8, "linter")]),
+        Discussion("in-flight", [_note(9, "alice")]),
+    ]
+    work = decide.discussions_to_answer(
+        threads, me=me, handled={"in-flight": 9}, ignored=["linter"]
+    )
+    assert work == [decide.ReviewWork("open", 5, "bob")]
+
+
+def test_ci_verdicts() -> None:
+    entry = MonitoredMr(project="g/p", iid=1, case_id="C", case_dir="/c")
+    red = {"id": 7, "sha": "abc", "status": "failed"}
+    assert decide.ci_verdict(entry, None, max_consecutive=3) == "none"
+    assert decide.ci_verdict(entry, {**red, "status": "running"}, max_consecutive=3) == "running"
+    assert decide.ci_verdict(entry, red, max_consecutive=3) == "fix"
+    entry.last_fix_sha = "abc"
+    assert decide.ci_verdict(entry, red, max_consecutive=3) == "not_new"
+    entry.last_fix_sha, entry.fix_ci_attempts = "old", 3
+    assert decide.ci_verdict(entry, red, max_consecutive=3) == "escalate"
+    entry.last_pipeline_id = 7
+    assert decide.ci_verdict(entry, red, max_consecutive=3) == "seen"
+    assert decide.ci_verdict(entry, {**red, "id": 8, "status": "success"}, max_consecutive=3) == (
+        "green"
+    )
+
+
+def test_thresholds_forbid_typos() -> None:
+    from pydantic import ValidationError
+
+    from harness_cli.delivery.monitor_thresholds import MonitorThresholds, thresholds_from
+
+    with pytest.raises(ValidationError):
+        MonitorThresholds.model_validate({"fix_ci_max_consecutiv": 3})
+    assert thresholds_from(object()).fix_ci_max_consecutive == 3
+    assert thresholds_from(type("H", (), {"mr_monitor": {"fix_ci_max_consecutive": 5}})())
+    assert os.environ["HARNESS_DISPATCH"] == "record"
