@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import logging
+import os
 import re
 import time
 import uuid
@@ -46,6 +47,8 @@ SDK_MAX_RETRIES = 2
 MAX_PARALLEL_READS = 10
 TOOL_GRACE_S = 2.0
 EPHEMERAL = {"type": "ephemeral"}
+PROMPT_CACHE_ENV = "HARNESS_PROMPT_CACHE"
+"""``0`` turns prompt caching off (no ``cache_control`` anywhere): the benchmark's baseline."""
 SESSION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 BASE_SYSTEM = """\
@@ -92,16 +95,21 @@ class AnthropicRuntime:
         client_factory: Callable[[], Any] | None = None,
         tool_table: Mapping[str, tools.ToolContract] | None = None,
         sessions_dir: Path | None = None,
+        prompt_cache: bool | None = None,
     ) -> None:
         """``client_factory`` builds a fresh ``anthropic.Anthropic`` per run (default: from the
         environment, ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``), closed when the run ends;
         ``tool_table`` replaces ``tools.TOOLS``;
-        transcripts go to ``sessions_dir`` (default ``$HARNESS_HOME/sessions``)."""
+        transcripts go to ``sessions_dir`` (default ``$HARNESS_HOME/sessions``);
+        ``prompt_cache`` marks breakpoints (default: on unless ``HARNESS_PROMPT_CACHE=0``)."""
         self.model = model
         self.max_tokens = max_tokens
         self.client_factory = client_factory or _default_client
         self.tool_table = dict(tool_table or tools.TOOLS)
         self.sessions_dir = sessions_dir
+        if prompt_cache is None:
+            prompt_cache = os.environ.get(PROMPT_CACHE_ENV, "1") != "0"
+        self.prompt_cache = prompt_cache
 
     def run(self, req: RunRequest) -> RunResult:
         return guard.guarded(req, lambda: self._run(req))
@@ -181,8 +189,8 @@ class AnthropicRuntime:
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "system": _system(req),
-            "messages": _with_breakpoint(messages),
+            "system": _system(req, cache=self.prompt_cache),
+            "messages": _with_breakpoint(messages) if self.prompt_cache else messages,
         }
         if offered:
             params["tools"] = [c.schema() for c in offered.values()]
@@ -310,15 +318,15 @@ def _effect(offered: Mapping[str, tools.ToolContract], call: dict[str, Any]) -> 
     return contract.effect if contract else None
 
 
-def _system(req: RunRequest) -> list[dict[str, Any]]:
+def _system(req: RunRequest, *, cache: bool = True) -> list[dict[str, Any]]:
     """Stable blocks first (cached across runs), then this run's own (cached across turns)."""
     blocks: list[dict[str, Any]] = [{"type": "text", "text": b} for b in req.cache_prefix if b]
-    if blocks:
+    if blocks and cache:
         blocks[-1]["cache_control"] = EPHEMERAL
     own = BASE_SYSTEM.format(role=req.role, workdir=req.workdir, allowed_root=req.allowed_root)
     if req.system:
         own += "\n\n" + req.system
-    blocks.append({"type": "text", "text": own, "cache_control": EPHEMERAL})
+    blocks.append({"type": "text", "text": own, **({"cache_control": EPHEMERAL} if cache else {})})
     return blocks
 
 

@@ -104,3 +104,24 @@ def test_make_demo_path_runs_offline_and_keeps_its_state(tmp_path: Path) -> None
     ).stdout
     assert "case-workspaces/AAA-101/case.json" in tree
     assert "case-workspaces/AAA-101/message.json" in tree
+    # the whole ticket: investigation published, MR through red and green CI, review answered,
+    # merged by a human, case closed, worktree gone
+    assert all(s["status"] in ("done", "not built") for s in report["data"]["steps"])
+    summary = report["data"]["summary"]
+    assert summary["status"] == "closed"
+    assert summary["exit"].startswith("exit=complete")
+    assert summary["pipelines"][0] == "failed" and summary["pipelines"][-1] == "success"
+    [mr] = state["gitlab"]["merge_requests"]
+    assert mr["state"] == "merged" and mr["source_branch"] == "harness/AAA-101"
+    bodies = [n["body"] for n in mr["notes"] if not n.get("system")]
+    assert any(b.startswith("Done, updated") for b in bodies)
+    assert "Co-Authored-By" not in mr["description"] and "Changes:" in mr["description"]
+    # acceptance ran by the harness on the very commit that was pushed last
+    accepted = json.loads(
+        (keep / "workspace/case-workspaces/AAA-101/acceptance/latest.json").read_text()
+    )
+    assert accepted["passed"] is True
+    assert accepted["head_sha"] == mr["sha"]
+    assert not any((keep / "worktrees").glob("case-AAA-101-*"))
+    self_dm = next(c for c in state["slack"]["channels"] if c["id"] == "D0SELF")
+    assert all(m["user"] == "U0OPERATOR" for m in self_dm["messages"])
