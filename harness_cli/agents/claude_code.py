@@ -66,7 +66,7 @@ class ClaudeCodeRuntime:
     def command(self, binary: Path, req: RunRequest) -> list[str]:
         # The prompt goes right after -p: the variadic options below would swallow it.
         args = [str(binary), "-p", req.role_prompt(), "--output-format", "stream-json"]
-        args += ["--verbose", "--permission-mode", "bypassPermissions"]
+        args += ["--verbose", *self.permissions(req)]
         args += ["--max-turns", str(req.max_turns)]
         if req.disallowed_tools:
             args += ["--disallowedTools", ",".join(req.disallowed_tools)]
@@ -83,6 +83,18 @@ class ClaudeCodeRuntime:
         if self.model:
             args += ["--model", self.model]
         return args
+
+    @staticmethod
+    def permissions(req: RunRequest) -> list[str]:
+        """A run without Bash (investigations, reviews) gets ``acceptEdits``: the CLI then writes
+        only inside its working directory and refuses the rest, so a Write into a sibling case
+        never lands (the post-run guard cannot revert it: another run may own that folder).
+        Reads stay free. A run with Bash (the dev-agent, inside its own worktree) needs
+        ``bypassPermissions``; the worktree and the guard are its boundary."""
+        if "Bash" in req.disallowed_tools:
+            return ["--permission-mode", "acceptEdits", "--allowedTools",
+                    ",".join(("Read", "Glob", "Grep", *_mcp_servers(req.mcp_config)))]
+        return ["--permission-mode", "bypassPermissions"]
 
     def environment(self) -> dict[str, str]:
         env = {**os.environ, **self.env, **ALWAYS_ENV}
@@ -251,3 +263,17 @@ class _Stream:
             result.stop = "error"
             result.error = redact(f"claude exited {code} without a result: {stderr[-1000:]}")
         return result
+
+
+def _mcp_servers(config: Path | None) -> list[str]:
+    """``mcp__<server>`` for every configured server: its tools stay usable under acceptEdits
+    (the disallowed Slack write tools are still denied: a deny rule wins)."""
+    if config is None:
+        return []
+    import json
+
+    try:
+        servers = json.loads(config.read_text()).get("mcpServers", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [f"mcp__{name}" for name in servers]

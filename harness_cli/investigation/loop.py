@@ -60,6 +60,14 @@ class Loop:
     def run(self) -> LoopResult:
         t = self.cfg.harness.investigation
         slate, notes = self._slate()
+        context = self.render(
+            "investigator-context",
+            case_id=self.case.id,
+            project=self.case.project,
+            case_dir=str(self.case_dir),
+            ticket=self.ticket,
+            slate=_slate_text(slate),
+        )
         history: list[Verdict] = []
         report: CompletionReport | None = None
         prose = ""
@@ -69,16 +77,12 @@ class Loop:
                 "investigator",
                 guard_notes=render_guard_notes(notes),
                 case_id=self.case.id,
-                project=self.case.project,
                 iteration=str(n),
                 max_iterations=str(t.max_iterations),
-                case_dir=str(self.case_dir),
-                ticket=self.ticket,
-                slate=_slate_text(slate),
                 anchor=empirical_anchor() if n == 1 else "",
                 pinned=pinned_block(report),
             )
-            text = self.runner("investigator", prompt)
+            text = self.runner("investigator", prompt, context=context)
             found, verdict = evaluate_text(
                 text, report, None, t, history=history, elapsed_seconds=self._elapsed()
             )

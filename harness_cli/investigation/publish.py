@@ -50,7 +50,8 @@ def publish(cfg: Config, case_id: str, result: LoopResult, out: Outbound | None)
         case.exit = line
         case.confidence = [
             ConfidencePoint(iteration=i, confidence=v.confidence, at=clock.now())
-            for i, v in enumerate((v for v in result.history if v.review is None), 1)
+            for i, v in enumerate(result.history, 1)
+            if v.review is None and v.report_ok
         ]
         case.move(status, by="investigate", note=decision.reason)
     posted = _post(cfg, case_id, line, reason, report, out) if out is not None else None

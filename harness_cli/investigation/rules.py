@@ -248,4 +248,4 @@ def _cell(text: str, width: int) -> str:
 
 def trajectory(history: Sequence[Verdict]) -> str:
     """The confidence sparkline of ANALYSIS.md, one point per iteration: ``45% → 62% → 78%``."""
-    return " → ".join(f"{v.confidence}%" for v in history if v.review is None)
+    return " → ".join(f"{v.confidence}%" for v in history if v.review is None and v.report_ok)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from harness_cli.agents.factory import build_runtime, runtime_name
@@ -26,6 +27,7 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
     with registry.update_case(case_id, cfg.harness.thresholds, "investigating") as fresh:
         fresh.move("investigating", by="investigate")
     folder = registry.case_dir(case_id)
+    _archive_previous_run(folder)
     runtime = build_runtime(runtime_name(cfg.harness.runtime), model=cfg.harness.model)
     runner = CaseRunner(runtime, cfg, folder, cache_prefix=cache_prefix(cfg, case.project))
     try:
@@ -48,6 +50,22 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         "posted_ts": done.posted_ts,
         "confidence": result.history[-1].confidence,
     }
+
+
+def _archive_previous_run(folder: Path) -> None:
+    """A re-investigation keeps the earlier run: its iterations and reviews move under
+    ``runs/<stamp>/`` instead of being overwritten from ``01.json`` on."""
+    from harness_cli import clock
+
+    moved = [
+        d for d in (folder / "iterations", folder / "review") if d.is_dir() and any(d.iterdir())
+    ]
+    if not moved:
+        return
+    target = folder / "runs" / clock.stamp()
+    target.mkdir(parents=True, exist_ok=True)
+    for path in moved:
+        path.rename(target / path.name)
 
 
 def review_case(case_id: str) -> dict[str, Any]:

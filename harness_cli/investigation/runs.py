@@ -61,7 +61,11 @@ class CaseRunner:
     max_turns: int = 30
     calls: list[CallRecord] = field(default_factory=list)
 
-    def __call__(self, role: str, prompt: str) -> str:
+    def __call__(self, role: str, prompt: str, *, context: str = "") -> str:
+        """``context``: what stays the same for every call of this role in the case (the
+        ticket, the locked slate, the report contract) — placed after the shared prefix in the
+        cached system part, so each iteration reads it from the cache instead of resending it
+        after the guard notes, which change every round."""
         result = self.runtime.run(
             RunRequest(
                 role=role,
@@ -72,7 +76,7 @@ class CaseRunner:
                 max_turns=self.max_turns,
                 timeout_s=self.timeout_s,
                 mcp_config=self._mcp(),
-                cache_prefix=self.cache_prefix,
+                cache_prefix=(*self.cache_prefix, context) if context else self.cache_prefix,
                 protect=self._protected(),
             )
         )

@@ -57,27 +57,20 @@ def test_writes_outside_the_case_and_to_the_evidence_are_refused_or_reverted(
     if inv.runtime == "anthropic":  # refused before anything ran: nothing to put back
         assert all(r["is_error"] for r in results), results
         assert call["reverted"] == []
-    else:  # the CLI wrote; the guard put back what it protects and recorded it
+    else:  # inside its folder the CLI wrote and the guard put message.json back; outside it
+        # (acceptEdits) the CLI refused, so there was nothing to put back
         assert not results[0].get("is_error"), results[0]  # the Edit of message.json landed
         reverted = set(call["reverted"])
         assert str(case / "message.json") in reverted
-        assert {str(sops / "team-a" / "INJECTED.md"), str(sops / "team-a" / "SOP.md")} <= reverted
+        assert all(r.get("is_error") for r in results[1:]), results
+        assert not {str(sops / "team-a" / "INJECTED.md"), str(sops / "team-a" / "SOP.md")} & reverted
     inv.assert_no_bash()
-
-
-SIBLING_GAP = (
-    "known gap: the claude CLI runs with bypassPermissions and the guard leaves other cases "
-    "alone (a concurrent investigation writes there), so a Write into a sibling case lands"
-)
 
 
 @pytest.mark.parametrize(
     "runtime",
     [
-        pytest.param(
-            "claude-code",
-            marks=[*CLI_MARKS, pytest.mark.xfail(strict=True, reason=SIBLING_GAP)],
-        ),
+        pytest.param("claude-code", marks=CLI_MARKS),
         "anthropic",
     ],
 )
@@ -118,7 +111,9 @@ def test_a_short_slate_is_sent_back_and_a_tampered_lock_is_reported(inv: Investi
     inv.assert_guard_notes_at_head(
         rerun, "[PRECOMMIT] kickoff_precommitment.json was changed after it was locked"
     )
-    assert "the customer misread the invoice" in rerun  # the slate as it now reads is shown
+    # the slate as it now reads is shown, in the cached context of the investigator
+    last = inv.requests("investigator")[-1]
+    assert "the customer misread the invoice" in json.dumps(last.get("system", ""))
     inv.assert_no_bash()
 
 
