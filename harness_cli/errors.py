@@ -37,6 +37,9 @@ class InputError(ConfigError):
 class ServiceError(HarnessError):
     """An outside service (Slack, GitLab, the model, git) failed after its retries."""
 
+    status: int | None = None
+    """The HTTP status behind it, when there was one (404: gone; 429: rate limited)."""
+
 
 class StateError(HarnessError):
     """A state file is unreadable; it was moved aside, never silently reset."""

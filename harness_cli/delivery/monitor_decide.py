@@ -107,7 +107,7 @@ def ci_verdict(
     sha = str(pipeline.get("sha") or "")
     if sha and sha == entry.last_fix_sha:
         return "not_new"
-    if False:
+    if entry.fix_ci_attempts >= max_consecutive:
         return "escalate"
     return "fix"
 

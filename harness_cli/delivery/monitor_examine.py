@@ -30,6 +30,7 @@ from harness_cli.delivery.monitor_act import (
     start_dev_agent,
 )
 from harness_cli.dispatch import Trigger
+from harness_cli.errors import HarnessError
 from harness_cli.intake import pause
 from harness_cli.logs import event
 from harness_cli.services.gitlab import MergeRequest
@@ -112,7 +113,14 @@ class Examination:
         w.ci_status = str(self.pipeline.get("status") or "")
         actions = self._decide(full)
         self._save()  # what was learnt (green resets, seen pipelines) holds even if acting fails
-        self._act(actions)
+        try:
+            self._act(actions)
+        except HarnessError:
+            # a DM or a log fetch failed: whatever was not recorded is found again next cycle,
+            # even when the MR itself does not change again
+            w.pending = True
+            self._save()
+            raise
         w.rescan_requested = False
         w.examined_at = clock.now()
         if full:

@@ -28,7 +28,9 @@ class MonitorThresholds(BaseModel):
     with its cursors where they were, so the next cycle resumes without skipping anything."""
     gitlab_max_retries: int = Field(3, ge=0)
     """python-gitlab's ``max_retries`` for 429 (Retry-After / RateLimit-Reset honoured) and
-    transient 5xx, per call. A call still failing after them ends the cycle: no retry storms."""
+    transient 5xx, per call, for the client ``services.factory.gitlab()`` builds for
+    mr-monitor (python-gitlab takes it per request, not in ``Gitlab()``; its default is 10).
+    Whatever the bound, a call still refused after it ends the cycle: no retry storms."""
     max_errors_per_cycle: int = Field(3, ge=1)
     """GitLab errors (other than 404) tolerated in one cycle before it ends early; each failed
     MR is retried next cycle because its cursor did not move."""
@@ -52,10 +54,6 @@ class MonitorThresholds(BaseModel):
 
 
 def thresholds_from(harness_config: Any) -> MonitorThresholds:
-    """``harness.yaml``'s ``mr_monitor:`` section, or the defaults when it has none."""
-    configured = getattr(harness_config, "mr_monitor", None)
-    if isinstance(configured, MonitorThresholds):
-        return configured
-    if isinstance(configured, dict):
-        return MonitorThresholds.model_validate(configured)
-    return MonitorThresholds()
+    """``harness.yaml``'s ``monitor:`` section (defaults when it is absent)."""
+    configured = getattr(harness_config, "monitor", None)
+    return configured if isinstance(configured, MonitorThresholds) else MonitorThresholds()

@@ -307,6 +307,8 @@ class LiveGitLab:
                 "GitLab rejected GITLAB_TOKEN (401)", hint="issue a new token with the api scope"
             ) from None
         except gitlab.exceptions.GitlabError as exc:
-            raise ServiceError(f"GitLab: {exc.response_code} {exc.error_message}") from None
+            error = ServiceError(f"GitLab: {exc.response_code} {exc.error_message}")
+            error.status = exc.response_code
+            raise error from None
         except OSError as exc:
             raise ServiceError(f"GitLab unreachable: {exc}", hint="check GITLAB_URL") from None

@@ -52,7 +52,9 @@ class World:
 
     # -- cases and MRs ------------------------------------------------------------------------
     def case(self, case_id: str = CASE, *, project: str = "team-a") -> str:
-        code, _, err = self.cli("case", "new", "--project", project, "--title", "t", "--id", case_id)
+        code, _, err = self.cli(
+            "case", "new", "--project", project, "--title", "t", "--id", case_id
+        )
         assert code == 0, err
         from harness_cli.config import load_config
         from harness_cli.workspace.registry import update_case
@@ -106,7 +108,9 @@ class World:
         git(self.clone, "commit", "-q", "-am", f"change {self.counter}")
 
     # -- GitLab activity ----------------------------------------------------------------------
-    def note(self, iid: int, body: str, *, author: str = "alice", reply_to: str | None = None) -> str:
+    def note(
+        self, iid: int, body: str, *, author: str = "alice", reply_to: str | None = None
+    ) -> str:
         body_ = {"project": PATH, "iid": iid, "author": author, "body": body}
         if reply_to:
             body_["reply_to"] = reply_to
@@ -166,7 +170,6 @@ def _trace_text(payload: dict[str, Any]) -> str:
 
 
 # -- CI auto-fix --------------------------------------------------------------------------------
-@pytest.mark.slow
 def test_flaky_pipeline_gets_one_fix_and_green_resets_the_count(world: World) -> None:
     """Real CI: pytest fails on the planted bug; the fix run gets the failed job's log."""
     iid = world.open_mr("harness/AAA-1", result=None)  # real pipeline: red on the planted bug
@@ -353,7 +356,9 @@ def test_429_storm_mid_cycle_loses_nothing_and_duplicates_nothing(world: World) 
     assert first["dispatched"] == [f"dev-agent address_review {PATH}!{iids[0]}"]
     assert world.state()["cursors"][PATH] == cursor_before  # the cursor stayed
     limited = world.emu.recorded(f"/merge_requests/{iids[1]}/discussions")
-    assert len([r for r in limited if r.status == 429]) == 11  # python-gitlab honoured Retry-After and retried; then we stopped
+    assert (
+        len([r for r in limited if r.status == 429]) == 11
+    )  # python-gitlab honoured Retry-After and retried; then we stopped
     second = world.cycle()
     assert second["ended_early"] == ""
     assert sorted(second["dispatched"]) == [
@@ -513,7 +518,9 @@ def test_watch_refuses_what_it_cannot_watch(world: World) -> None:
     iid = world.open_mr("harness/AAA-1", result="success")
     code, out, _ = world.cli("mr-monitor", "--watch", f"{PATH}!{iid}", "--case", CASE, "--json")
     assert code == 0 and "already watched" in out
-    case = json.loads((world.tmp / "workspace" / "case-workspaces" / CASE / "case.json").read_text())
+    case = json.loads(
+        (world.tmp / "workspace" / "case-workspaces" / CASE / "case.json").read_text()
+    )
     assert case["status"] == "mr_open" and len(case["mrs"]) == 1
 
 
@@ -588,3 +595,43 @@ def test_thresholds_forbid_typos() -> None:
     assert thresholds_from(object()).fix_ci_max_consecutive == 3
     assert thresholds_from(type("H", (), {"mr_monitor": {"fix_ci_max_consecutive": 5}})())
     assert os.environ["HARNESS_DISPATCH"] == "record"
+
+
+def test_an_escalation_dm_that_fails_is_sent_next_cycle_exactly_once(world: World) -> None:
+    from harness_cli.sandbox.httpbase import Fault
+
+    world.open_mr("harness/AAA-1")
+    world.cycle()
+    for _ in range(3):
+        world.push("harness/AAA-1")
+        if len(world.dispatched()) < 3:
+            world.cycle()
+    world.slack.add_fault(Fault(kind="status", status=500, match="chat.postMessage", times=1))
+    failed = world.cycle(ok=False)
+    assert failed["escalated"] == [] and failed["errors"]
+    assert world.dms() == []
+    world.cycle()
+    for _ in range(3):
+        world.cycle()
+    assert len([t for t in world.dms() if "still red" in t]) == 1
+    assert len(world.dispatched()) == 3
+
+
+def test_the_cursor_is_inclusive_and_closes_up_once_the_lag_window_was_read_twice() -> None:
+    from harness_cli.delivery.monitor import _move_cursor
+    from harness_cli.services.gitlab import MergeRequest
+    from harness_cli.state import files
+
+    def mr(iid: int, at: str) -> MergeRequest:
+        return MergeRequest(PATH, iid, "opened", "b", "main", "t", "", "", updated_at=at)
+
+    newest = "2026-11-30T10:00:00.250Z"
+    _move_cursor(PATH, "2026-11-30T09:00:00.000Z", {1: mr(1, newest)}, 10.0)
+    first = files.monitored_mrs().read().cursors[PATH]
+    assert first == "2026-11-30T09:59:50.250Z"  # newest less the lag
+    _move_cursor(PATH, first, {1: mr(1, newest)}, 10.0)
+    # nothing newer in the lag window: the cursor closes up to, never past, the newest seen,
+    # so a second MR updated in that same millisecond is listed ("on or after") next time
+    assert files.monitored_mrs().read().cursors[PATH] == newest
+    _move_cursor(PATH, newest, {}, 10.0)
+    assert files.monitored_mrs().read().cursors[PATH] == newest

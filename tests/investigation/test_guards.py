@@ -63,7 +63,8 @@ def test_writes_outside_the_case_and_to_the_evidence_are_refused_or_reverted(
         reverted = set(call["reverted"])
         assert str(case / "message.json") in reverted
         assert all(r.get("is_error") for r in results[1:]), results
-        assert not {str(sops / "team-a" / "INJECTED.md"), str(sops / "team-a" / "SOP.md")} & reverted
+        outside = {str(sops / "team-a" / "INJECTED.md"), str(sops / "team-a" / "SOP.md")}
+        assert not outside & reverted
     inv.assert_no_bash()
 
 

@@ -7,20 +7,18 @@ from pathlib import Path
 
 from harness_cli.state import files
 from harness_cli.state.models import MonitoredMr
-from tests.delivery.test_mr_monitor import (  # noqa: F401 - fixtures, shared with that module
-    CASE,
-    PATH,
-    World,
-    emu,
-    git,
-    world,
-)
+from tests.delivery import test_mr_monitor as shared
+from tests.delivery.test_mr_monitor import CASE, PATH, World, git
+
+# The sandbox fixtures of the mr-monitor tests, registered here too.
+emu = shared.emu
+world = shared.world
 
 BRANCH = "harness/AAA-1"
 
 
 def test_eighty_noop_fix_ci_commits_in_one_afternoon_cannot_happen(world: World) -> None:
-    """"Early on, one MR with a flaky integration test picked up 80 no-op "fix CI" commits in a
+    """ "Early on, one MR with a flaky integration test picked up 80 no-op "fix CI" commits in a
     single afternoon before anyone noticed." Here the dev-agent is as bad as it was then: every
     fix run pushes an empty "fix CI" commit, and the flaky test fails every pipeline."""
     iid = world.open_mr(BRANCH, result="failed")
@@ -68,7 +66,7 @@ def test_a_handled_pipeline_or_a_red_rerun_on_the_same_sha_is_never_fixed_again(
 
 
 def test_dead_cursor_storm_deleted_mrs_are_dropped_at_once(world: World, tmp_path: Path) -> None:
-    """"Before the fix, a cycle made 12 retries for hours at a time. After it, none." Twelve
+    """ "Before the fix, a cycle made 12 retries for hours at a time. After it, none." Twelve
     monitored MRs were deleted on GitLab (and one whole project): each answers 404 once, is
     dropped, and costs nothing in any later cycle."""
     world.open_mr(BRANCH, result="success")
