@@ -59,13 +59,13 @@ def test_without_auto_the_plan_waits_for_the_operators_ok(
 ) -> None:
     assert cli("init")[0] == 0
     _approved_case(cli, "AAA-101")
-    code, out, _ = cli("admin", "task AAA-101", "--json")
+    _, out, _ = cli("admin", "task AAA-101", "--json")
     assert "dev-agent started" in json.loads(out)["data"]["reply"]
     [first] = payloads(tmp_path, "dev-agent")
     data = _dev_agent(cli, "--payload", _payload_file(tmp_path, first))
     assert data["state"] == "plan_waiting_for_operator"
     assert box.gitlab.snapshot()["merge_requests"] == []
-    code, out, _ = cli("admin", "task AAA-101", "--json")
+    _, out, _ = cli("admin", "task AAA-101", "--json")
     assert "plan approved" in json.loads(out)["data"]["reply"]
     second = payloads(tmp_path, "dev-agent")[-1]
     assert second["args"]["plan_approved"] is True
