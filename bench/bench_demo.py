@@ -37,7 +37,7 @@ def main() -> None:
     print(f"harness demo, median of {RUNS} runs")
     print(f"  process wall (incl. start-up)   {wall:6.2f} s   (goal < 60 s)")
     print(f"  demo run                        {run:6.2f} s")
-    print(f"  inside the emulators            {emu:6.2f} s   ({emu / run:6.1%} of the run)")
+    print(f"  inside the emulators (+CI jobs) {emu:6.2f} s   ({emu / run:6.1%} of the run)")
     print(f"  harness and the rest            {run - emu:6.2f} s   ({(run - emu) / run:6.1%})")
     print("  steps: " + ", ".join(f"{s['name']}={s['status']}" for s in data["steps"]))
 

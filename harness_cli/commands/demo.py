@@ -79,7 +79,7 @@ def demo(
         result.messages.append("not built yet: " + ", ".join(not_built))
     result.messages.append(
         f"runtime {s.get('runtime')}; wall {report.wall_seconds:.1f}s, of which "
-        f"{report.emulator_seconds:.1f}s inside the emulators"
+        f"{report.emulator_seconds:.1f}s inside the emulators (requests and CI jobs)"
     )
     if keep:
         result.messages.append(f"everything the run wrote is under {keep}")

@@ -259,7 +259,7 @@ def run_demo(
                 if on_step:
                     on_step(result)
         report.summary = {**_summary(ctx, env), "runtime": env["HARNESS_RUNTIME"]}
-        report.emulator_seconds = sum(
+        report.emulator_seconds = box.gitlab.ci_seconds() + sum(
             e.busy_seconds() for e in (box.slack, box.gitlab, box.anthropic, box.pagerduty)
         )
         box.write_state(root / "sandbox-state.json")

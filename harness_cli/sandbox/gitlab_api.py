@@ -261,6 +261,16 @@ class GitLabEmulator(Emulator):
         return {"ok": True}
 
     # -- snapshot ---------------------------------------------------------------------------
+    def ci_seconds(self) -> float:
+        """Wall time the CI jobs ran (real subprocesses): the emulator's share of a demo."""
+        with self.lock:
+            return sum(
+                job.finished_at - job.started_at
+                for pipeline in self.state.pipelines.values()
+                for job in pipeline.jobs
+                if job.started_at is not None and job.finished_at is not None
+            )
+
     def snapshot(self) -> dict[str, Any]:
         with self.state.lock:
             projects = list(self.state.projects.values())

@@ -352,7 +352,9 @@ def test_the_claude_command_line(root: Path) -> None:
     assert args[:3] == ["/bin/claude", "-p", "[harness-role: investigator] look"]
     flags = dict(zip(args[3::2], args[4::2], strict=False))
     assert flags["--output-format"] == "stream-json" and "--verbose" in args
-    assert args[args.index("--permission-mode") + 1] == "bypassPermissions"
+    # without Bash the CLI may only edit inside its folder (acceptEdits); reads stay allowed
+    assert args[args.index("--permission-mode") + 1] == "acceptEdits"
+    assert args[args.index("--allowedTools") + 1] == "Read,Glob,Grep"
     assert args[args.index("--max-turns") + 1] == "7"
     assert args[args.index("--disallowedTools") + 1] == "Bash,WebFetch"
     assert args[args.index("--append-system-prompt") + 1] == "SOP\n\nKB\n\nextra"
@@ -509,3 +511,15 @@ def test_building_the_anthropic_runtime_does_not_import_the_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_run_with_bash_keeps_bypass_permissions(tmp_path: Path) -> None:
+    """The dev-agent (Bash, in its own worktree) cannot run under acceptEdits: its boundary is
+    the worktree and the post-run guard."""
+    from harness_cli.agents.claude_code import ClaudeCodeRuntime
+    from harness_cli.agents.runtime import RunRequest
+
+    req = RunRequest(role="dev-agent", prompt="p", workdir=tmp_path, allowed_root=tmp_path)
+    args = ClaudeCodeRuntime().command(tmp_path / "claude", req)
+    assert args[args.index("--permission-mode") + 1] == "bypassPermissions"
+    assert "--allowedTools" not in args
