@@ -43,9 +43,15 @@ def mr_monitor(
         return
     from harness_cli.delivery.monitor import run_cycle
 
+    from harness_cli.delivery.worktrees import prune_stale
+
     with hold("mr-monitor", timeout=0, what="mr-monitor"):
         report = run_cycle(ctx)
-    emit(cycle_result(report))
+        # worktrees whose MR never reported back (the case was abandoned) go too
+        pruned = prune_stale(ctx.cfg.harness.delivery.stale_worktree_days)
+    result = cycle_result(report)
+    result.changed += [f"pruned stale worktree {p}" for p in pruned]
+    emit(result)
 
 
 def _context() -> MonitorCtx:
