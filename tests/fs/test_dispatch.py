@@ -47,20 +47,21 @@ def test_inline_runs_the_workflow_in_process_and_returns_its_code() -> None:
     done = dispatch.dispatch(_payload("gap-patterns-not-a-workflow"), backend="inline")
     # an unknown command is a usage error (2): the payload still went to disk first
     assert done.exit_code == 2 and done.payload_file.exists()
-    done = dispatch.dispatch(_payload("consolidate"), backend="inline")
-    assert done.exit_code == 1  # "consolidate is not built yet", after taking its lock
+    done = dispatch.dispatch(_payload("investigate", "NOPE-1"), backend="inline")
+    assert done.exit_code == 2  # the workflow ran here and said "no case 'NOPE-1'"
 
 
 def test_local_starts_a_detached_process_with_its_own_log(tmp_path: Path) -> None:
-    done = dispatch.dispatch(_payload("consolidate", "LOC-1"), backend="local")
+    done = dispatch.dispatch(_payload("investigate", "LOC-1"), backend="local")
     assert done.started
     log = Path(done.detail.removeprefix("log "))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        if log.exists() and "not built yet" in log.read_text():
+        if log.exists() and log.read_text():
             break
         time.sleep(0.1)
-    assert "consolidate is not built yet" in log.read_text()
+    # the detached run wrote its own one-line answer (no config here) to its own log file
+    assert log.read_text().startswith("harness: config folder")
 
 
 def test_payloads_sort_by_time_and_never_collide() -> None:

@@ -1,0 +1,309 @@
+"""finalize_case: an idle case's gap reports → the false positives dropped → one MR against the
+harness's own repository.
+
+Reference: "Once a case has been idle for four hours, or an operator runs admin: finalize
+<case>, it gathers every gap report, drops the false positives and opens a single MR with the
+fixes that survived. That MR targets the harness codebase and not the ticket's original repo."
+
+- Idle: ``now - last activity >= thresholds.finalize_idle_hours`` on the harness clock
+  (``HARNESS_NOW``); last activity is the case's ``updated_at`` or the newest gap report's
+  ``created_at``, whichever is later. Only cases with gap reports are ever due.
+- Filters: :func:`gap_reports.triage` (category in scope, confidence at or above the bar).
+- Input: the case's surviving gaps, plus the largest gap-patterns clusters no finalize has
+  taken yet (``$HARNESS_HOME/gap-patterns.json``).
+- Outcome in ``patch-pr-state.json``: ``open`` (MR url), ``no_gaps``, ``failed``; mr-monitor
+  moves ``open`` to ``merged``/``closed``. Merging stays a human act.
+- Idempotent: a case with an MR (open, merged or closed) is never finalized again; a
+  ``no_gaps`` case only when new gap reports appeared since; a ``failed`` one when asked by
+  name (``--due`` leaves it to the operator). Each end writes the case's retrospective.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from harness_cli import clock
+from harness_cli.agents.runtime import Runtime
+from harness_cli.config import Config
+from harness_cli.errors import HarnessError, LockHeld
+from harness_cli.improvement import gap_patterns, gap_reports, patch_suggester
+from harness_cli.improvement.retrospective import write_retrospective
+from harness_cli.improvement.thresholds import ImprovementThresholds
+from harness_cli.logs import event
+from harness_cli.ops.outbound import Outbound
+from harness_cli.services.gitlab import GitLab
+from harness_cli.state import files
+from harness_cli.state.locks import workflow_lock
+from harness_cli.state.models import PatchPrEntry
+from harness_cli.state.store import atomic_write_json
+from harness_cli.workspace import registry
+from harness_cli.workspace.case import Case
+
+log = logging.getLogger("harness.improvement.finalize")
+
+WITH_MR = frozenset({"open", "merged", "closed"})
+"""An improvement MR exists (or existed) for the case: finalize never runs on it again."""
+
+
+@dataclass
+class Services:
+    """The outside services, built on first use (a ``--due`` run with nothing due builds none)."""
+
+    make_gitlab: Callable[[], GitLab]
+    make_outbound: Callable[[], Outbound]
+    make_runtime: Callable[[], Runtime]
+
+    @cached_property
+    def gitlab(self) -> GitLab:
+        return self.make_gitlab()
+
+    @cached_property
+    def out(self) -> Outbound:
+        return self.make_outbound()
+
+    @cached_property
+    def runtime(self) -> Runtime:
+        return self.make_runtime()
+
+
+@dataclass
+class FinalizeOutcome:
+    case_id: str
+    status: str
+    """``open``, ``no_gaps``, ``failed``; ``skipped`` (already done); ``not_due``; ``locked``."""
+    message: str
+    mr_url: str = ""
+    kept: list[str] = field(default_factory=list)
+    dropped: list[dict[str, str]] = field(default_factory=list)
+    clusters: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.status in ("open", "no_gaps", "failed")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _reports_of(entry: PatchPrEntry | None) -> set[str]:
+    value = (entry.model_extra or {}).get("reports") if entry is not None else None
+    return {str(v) for v in value} if isinstance(value, list) else set()
+
+
+def _skip_reason(entry: PatchPrEntry | None, names: list[str], *, due: bool) -> str | None:
+    """Why this case is not finalized (again), or None to go ahead."""
+    if entry is None or entry.status == "pending":  # pending + our lock: a run that crashed
+        return None
+    if entry.status in WITH_MR:
+        return f"already finalized: improvement MR {entry.status} {entry.mr_url}".rstrip()
+    if entry.status == "no_gaps":
+        if set(names) - _reports_of(entry):
+            return None
+        return f"already finalized: no gap survived the filters ({entry.detail})"
+    if entry.status == "failed" and due:
+        return f"finalize failed earlier ({entry.detail}); `harness finalize CASE` retries it"
+    return None
+
+
+def _record(
+    case_id: str,
+    status: str,
+    *,
+    mr_url: str = "",
+    detail: str = "",
+    reports: list[str] | None = None,
+) -> None:
+    with files.patch_pr_state().update() as state:
+        state.cases[case_id] = PatchPrEntry.model_validate(
+            {"status": status, "mr_url": mr_url, "updated_at": clock.now(), "detail": detail,
+             "reports": reports or []}
+        )  # fmt: skip
+
+
+def finalize_case(
+    cfg: Config,
+    case_id: str,
+    services: Services,
+    th: ImprovementThresholds,
+    *,
+    due: bool = False,
+    notify: bool = True,
+    tell_skip: bool = False,
+) -> FinalizeOutcome:
+    """Finalize one case. The caller holds the ``finalize`` workflow lock of the case.
+    ``tell_skip``: an "already finalized" is DMed too (the run came from ``admin: finalize``,
+    whose author waits for an answer in Slack)."""
+    case = registry.load_case(case_id)
+    folder = registry.case_dir(case_id)
+    reports = gap_reports.read_case_reports(folder, case_id)
+    names = [r.path.name for r in reports]
+    entry = files.patch_pr_state().read().cases.get(case_id)
+    reason = _skip_reason(entry, names, due=due)
+    if reason is not None:
+        skipped = FinalizeOutcome(case_id, "skipped", reason, mr_url=entry.mr_url if entry else "")
+        if notify and tell_skip:
+            _tell(cfg, services, case_id, f"finalize {case_id}: {reason}", skipped)
+        return skipped
+    kept, dropped = gap_reports.triage(
+        reports, min_confidence=th.gap_min_confidence, categories=th.gap_categories_in_scope
+    )
+    clusters = gap_patterns.pending_clusters()
+    outcome = FinalizeOutcome(
+        case_id, "pending", "",
+        kept=[r.path.name for r in kept],
+        dropped=[{"report": d.report.path.name, "reason": d.reason} for d in dropped],
+        clusters=[c.id for c in clusters],
+    )  # fmt: skip
+    if not kept and not clusters:
+        detail = f"{len(reports)} gap report(s), {len(dropped)} dropped"
+        _record(case_id, "no_gaps", detail=detail, reports=names)
+        outcome.status = "no_gaps"
+        outcome.message = f"no gap survived the filters ({detail}); nothing to propose"
+    else:
+        _record(case_id, "pending", detail="patch_suggester running", reports=names)
+        _propose(cfg, case, folder, kept, clusters, services, th, outcome, names)
+    if outcome.status in ("open", "no_gaps"):
+        _mark_reports(kept if outcome.status == "open" else [], dropped)
+    atomic_write_json(folder / "finalize.json", {"at": clock.now(), **outcome.to_json()})
+    try:
+        write_retrospective(cfg, case_id, reason="finalized")
+    except HarnessError as exc:
+        outcome.errors.append(f"retrospective: {exc.line()}")
+    event(
+        log, "finalize_done", case_id=case_id, status=outcome.status, mr=outcome.mr_url,
+        kept=len(kept), dropped=len(dropped), clusters=outcome.clusters,
+    )  # fmt: skip
+    if notify and (outcome.status != "no_gaps" or not due):
+        _tell(cfg, services, case_id, f"finalize {case_id}: {outcome.message}", outcome)
+    return outcome
+
+
+def _propose(
+    cfg: Config,
+    case: Case,
+    folder: Path,
+    kept: list[gap_reports.GapReport],
+    clusters: list[gap_patterns.ClusterRecord],
+    services: Services,
+    th: ImprovementThresholds,
+    outcome: FinalizeOutcome,
+    names: list[str],
+) -> None:
+    try:
+        done = patch_suggester.suggest(
+            patch_suggester.PatchJob(
+                cfg=cfg,
+                th=th,
+                case=case,
+                case_dir=folder,
+                gaps=kept,
+                clusters=clusters,
+                runtime=services.runtime,
+                gitlab=services.gitlab,
+                out=services.out,
+            )
+        )
+    except HarnessError as exc:
+        _record(case.id, "failed", detail=exc.line(), reports=names)
+        outcome.status = "failed"
+        outcome.message = f"the improvement MR failed: {exc.line()}"
+        return
+    _record(case.id, "open", mr_url=done.web_url, detail=done.branch, reports=names)
+    gap_patterns.mark_handed(outcome.clusters, case.id)
+    outcome.status, outcome.mr_url = "open", done.web_url
+    state = "ready for review" if done.ready else "a draft until its acceptance run passes"
+    outcome.message = (
+        f"improvement MR {'updated' if done.adopted else 'opened'} against {th.self_repo}: "
+        f"{done.web_url} ({state}; {len(kept)} gap(s) kept, {len(outcome.dropped)} dropped"
+        + (f", clusters {', '.join(outcome.clusters)}" if outcome.clusters else "")
+        + "). Merging it is yours."
+    )
+
+
+def _mark_reports(kept: list[gap_reports.GapReport], dropped: list[gap_reports.Dropped]) -> None:
+    """The verdict goes into each report's own front matter (gap_analyzer's ``status``)."""
+    for report in kept:
+        gap_reports.set_status(report, "accepted")
+    for item in dropped:
+        if item.report.status not in gap_reports.SETTLED:
+            gap_reports.set_status(item.report, "false_positive")
+
+
+def _tell(
+    cfg: Config, services: Services, case_id: str, text: str, outcome: FinalizeOutcome
+) -> None:
+    thread = next(
+        (
+            t
+            for handle in (files.oncall_thread_map(), files.task_thread_map())
+            for t in handle.read().for_case(case_id)
+            if t.role == "case_thread" and not t.evicted
+        ),
+        None,
+    )
+    try:
+        if thread is not None:
+            services.out.post(thread.channel, text, thread_ts=thread.thread_ts)
+        else:
+            services.out.post(cfg.harness.operator.self_dm_channel, text)
+    except HarnessError as exc:
+        outcome.errors.append(f"DM: {exc.line()}")
+
+
+# -- --due ------------------------------------------------------------------------------------
+def last_activity(
+    updated_at: str | datetime | None, reports: list[gap_reports.GapReport]
+) -> datetime | None:
+    """The later of the case's ``updated_at`` and its newest gap report's ``created_at``."""
+    stamps = [r.created_at for r in reports if r.created_at is not None]
+    if isinstance(updated_at, datetime):
+        stamps.append(updated_at)
+    elif updated_at:
+        stamps.append(clock.parse_instant(updated_at, source="case.json updated_at"))
+    return max(stamps) if stamps else None
+
+
+def finalize_due(
+    cfg: Config, services: Services, th: ImprovementThresholds, *, notify: bool = True
+) -> list[FinalizeOutcome]:
+    """Every case with gap reports idle for ``finalize_idle_hours`` or more, finalized once."""
+    idle = timedelta(hours=cfg.harness.thresholds.finalize_idle_hours)
+    now = clock.now()
+    state = files.patch_pr_state().read()
+    outcomes: list[FinalizeOutcome] = []
+    for summary in registry.list_cases():
+        case_id = str(summary["id"])
+        folder = registry.case_dir(case_id)
+        if not gap_reports.has_reports(folder):
+            continue
+        entry = state.cases.get(case_id)
+        if entry is not None and (entry.status in WITH_MR or entry.status == "failed"):
+            continue  # settled; not even worth a line in the report
+        reports = gap_reports.read_case_reports(folder, case_id)
+        if _skip_reason(entry, [r.path.name for r in reports], due=True) is not None:
+            continue
+        last = last_activity(summary.get("updated_at"), reports)
+        if last is not None and now - last < idle:
+            waited = _hours(now - last)
+            outcomes.append(FinalizeOutcome(case_id, "not_due", f"idle {waited} of {_hours(idle)}"))
+            continue
+        try:
+            with workflow_lock("finalize", case_id):
+                outcomes.append(finalize_case(cfg, case_id, services, th, due=True, notify=notify))
+        except LockHeld:
+            outcomes.append(FinalizeOutcome(case_id, "locked", "another finalize runs on it"))
+        except HarnessError as exc:  # one broken case never stops the others
+            outcomes.append(FinalizeOutcome(case_id, "failed", exc.line()))
+    return outcomes
+
+
+def _hours(delta: timedelta) -> str:
+    minutes = int(delta.total_seconds() // 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m"

@@ -1,0 +1,64 @@
+"""``consolidate --due``: walk every open case and consolidate those whose trigger fires. The
+trigger is read from files only, so a walk where nothing fires makes no model call at all."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness_cli import clock
+from harness_cli.config import Config
+from harness_cli.errors import HarnessError, LockHeld
+from harness_cli.memory import state as memstate
+from harness_cli.memory import transcripts
+from harness_cli.memory.consolidate import Consolidation, consolidate_case
+from harness_cli.memory.thresholds import thresholds_from
+from harness_cli.memory.trigger import evaluate
+from harness_cli.ops.outbound import Outbound
+from harness_cli.state.locks import workflow_lock
+from harness_cli.workspace import registry
+
+
+@dataclass
+class DueWalk:
+    done: list[Consolidation] = field(default_factory=list)
+    not_due: list[str] = field(default_factory=list)
+    locked: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "done": [c.to_json() for c in self.done],
+            "not_due": self.not_due,
+            "locked": self.locked,
+            "failed": self.failed,
+        }
+
+
+def consolidate_due(cfg: Config, *, out: Outbound | None = None) -> DueWalk:
+    limits = thresholds_from(cfg.harness)
+    walk = DueWalk()
+    now = clock.now()
+    for summary in registry.list_cases():
+        case_id = str(summary.get("id") or "")
+        if not case_id or summary.get("status") == "closed":
+            continue
+        try:
+            folder = registry.case_dir(case_id)
+            check = evaluate(
+                limits,
+                now=now,
+                state=memstate.load(folder),
+                pending=transcripts.unconsolidated(folder),
+                case=registry.load_case(case_id),
+            )
+            if not check.fires:
+                walk.not_due.append(case_id)
+                continue
+            with workflow_lock("consolidate", case_id):
+                walk.done.append(consolidate_case(case_id, cfg=cfg, out=out))
+        except LockHeld:
+            walk.locked.append(case_id)
+        except HarnessError as exc:
+            walk.failed.append(f"{case_id}: {exc.line()}")
+    return walk
