@@ -6,9 +6,9 @@ STAMP  := $(VENV)/.installed
 CLAUDE_VERSION := 2.1.197
 CLAUDE := .tools/claude/node_modules/.bin/claude
 
-.PHONY: install claude-cli test test-fast demo lint bench clean
+.PHONY: install claude-cli mcp-everything test test-fast demo lint bench clean
 
-install: $(STAMP) claude-cli
+install: $(STAMP) claude-cli mcp-everything
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,17 @@ $(CLAUDE):
 	else echo "npm not found: skipping the claude CLI (HARNESS_RUNTIME=anthropic still works)"; fi
 
 # pytest exits 5 when it collected nothing: that is a broken suite, never a pass.
+# The reference MCP server, for mcp-watch's test against a server the harness did not write.
+MCP_EVERYTHING := .tools/mcp-everything/node_modules/.bin/mcp-server-everything
+mcp-everything: $(MCP_EVERYTHING)
+
+$(MCP_EVERYTHING):
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --prefix .tools/mcp-everything --no-audit --no-fund --loglevel=error \
+	    @modelcontextprotocol/server-everything@2026.8.31 \
+	  || echo "could not install server-everything: its mcp-watch test says why it skips"; \
+	else echo "npm not found: the server-everything test skips"; fi
+
 test: install
 	@$(BIN)/pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc

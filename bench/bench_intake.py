@@ -30,22 +30,33 @@ def setup(root: Path, channels: list[str], emu: SlackEmulator) -> dict[str, str]
     shutil.copytree(REPO / "agent-config", cfg)
     text = (cfg / "projects.yaml").read_text()
     chans = ", ".join(f'"{c}"' for c in channels)
-    (cfg / "projects.yaml").write_text(text.replace('slack_channels: ["C0SUPPORT"]',
-                                                    f"slack_channels: [{chans}]"))
+    (cfg / "projects.yaml").write_text(
+        text.replace('slack_channels: ["C0SUPPORT"]', f"slack_channels: [{chans}]")
+    )
     for c in channels:
         if c != "C0SUPPORT":
             emu.add_channel(c, c.lower())
-    env = {**os.environ, "HARNESS_HOME": str(root / "home"),
-           "HARNESS_WORKSPACE": str(root / "ws"), "HARNESS_CONFIG": str(cfg),
-           "HARNESS_DISPATCH": "record", "SLACK_API_URL": emu.url + "/api/",
-           "SLACK_USER_TOKEN": "xoxp-0000000000-bench"}
+    env = {
+        **os.environ,
+        "HARNESS_HOME": str(root / "home"),
+        "HARNESS_WORKSPACE": str(root / "ws"),
+        "HARNESS_CONFIG": str(cfg),
+        "HARNESS_DISPATCH": "record",
+        "SLACK_API_URL": emu.url + "/api/",
+        "SLACK_USER_TOKEN": "xoxp-0000000000-bench",
+    }
     harness(env, "init")
     return env
 
 
 def harness(env: dict[str, str], *args: str) -> dict[str, object]:
-    proc = subprocess.run([sys.executable, "-m", "harness_cli", *args, "--json"], env=env,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness_cli", *args, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"harness {' '.join(args)} failed: {proc.stderr}")
     return json.loads(proc.stdout) if proc.stdout.strip() else {}
@@ -72,8 +83,13 @@ def calls_per_cycle() -> None:
             before = emu.calls_by_method()
             harness(env, "poll-slack")
             after = emu.calls_by_method()
-            figures.append({k: after.get(k, 0) - before.get(k, 0) for k in after
-                            if after.get(k, 0) - before.get(k, 0)})
+            figures.append(
+                {
+                    k: after.get(k, 0) - before.get(k, 0)
+                    for k in after
+                    if after.get(k, 0) - before.get(k, 0)
+                }
+            )
         print("1. Slack calls per cycle, 200 tracked threads (10 live, 95 closed, 95 deleted):")
         for i, f in enumerate(figures, 1):
             print(f"   cycle {i}: {sum(f.values())} calls {f}")
@@ -95,8 +111,10 @@ def noop_cycle() -> None:
             start = time.perf_counter()
             subprocess.run([sys.executable, "-c", "pass"], check=True)
             py.append(time.perf_counter() - start)
-        print(f"2. no-op cycle, 5 channels + self-DM: median {statistics.median(walls):.3f} s "
-              f"(python -c pass {statistics.median(py):.3f} s); goal <= 0.6 s")
+        print(
+            f"2. no-op cycle, 5 channels + self-DM: median {statistics.median(walls):.3f} s "
+            f"(python -c pass {statistics.median(py):.3f} s); goal <= 0.6 s"
+        )
 
 
 def burst() -> None:
@@ -116,8 +134,10 @@ def burst() -> None:
         took = time.perf_counter() - start
         sent = [json.loads(p.read_text()) for p in (Path(tmp) / "home" / "payloads").glob("*")]
         ids = [p["case_id"] for p in sent if p["workflow"] == "investigate"]
-        print(f"3. burst of 1,000 messages over 20 channels: {len(ids)} dispatched in "
-              f"{took:.1f} s ({cycles} cycles), duplicates {len(ids) - len(set(ids))}")
+        print(
+            f"3. burst of 1,000 messages over 20 channels: {len(ids)} dispatched in "
+            f"{took:.1f} s ({cycles} cycles), duplicates {len(ids) - len(set(ids))}"
+        )
 
 
 if __name__ == "__main__":

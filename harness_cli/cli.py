@@ -41,16 +41,23 @@ COMMANDS: dict[str, Entry] = {
     ),
     "investigate": Entry("investigate", "Run the gated investigation loop on a case."),
     "review": Entry("review", "Adversarial review (D1-D15) and red-team review (G5) of a case."),
-    "followup": Entry(None, "Answer the operator's newest replies in a case thread."),
+    "followup": Entry("followup", "Answer the operator's newest replies in a case thread."),
     "dev-agent": Entry(
         "dev_agent", "Hands-on code work in the case's worktree; push; open/update the MR."
     ),
     "mr-monitor": Entry("mr_monitor", "One cycle over monitored MRs: CI, reviewer notes, merges."),
-    "consolidate": Entry(None, "Consolidate transcripts into TASK.md (guarded)."),
-    "finalize": Entry(None, "Roll an idle case's gap reports into one MR against the harness."),
-    "gap-patterns": Entry(None, "Cluster gap reports across cases into recurring failure modes."),
-    "kb-update": Entry(None, "Tally failure modes per project into SOP suggestions."),
-    "mcp-watch": Entry(None, "One health cycle over the MCP servers in mcp.json."),
+    "consolidate": Entry("consolidate", "Consolidate transcripts into TASK.md (guarded)."),
+    "session-sync": Entry(
+        "session_sync", "Sync claude CLI sessions through the git session store (hooks call it)."
+    ),
+    "finalize": Entry(
+        "finalize", "Roll an idle case's gap reports into one MR against the harness."
+    ),
+    "gap-patterns": Entry(
+        "gap_patterns", "Cluster gap reports across cases into recurring failure modes."
+    ),
+    "kb-update": Entry("kb_update", "Tally failure modes per project into SOP suggestions."),
+    "mcp-watch": Entry("mcp_watch", "One health cycle over the MCP servers in mcp.json."),
     "admin": Entry("admin", 'Run one admin command line, e.g. harness admin "oncall status".'),
     "case": Entry("case", "The case registry: new, list, show, register-thread, close, migrate."),
     "status": Entry("status", "Report pause state, open cases and monitored MRs."),

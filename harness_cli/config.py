@@ -20,7 +20,9 @@ from harness_cli import paths
 from harness_cli.delivery.monitor_thresholds import MonitorThresholds
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError
+from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.investigation.thresholds import InvestigationThresholds
+from harness_cli.memory.thresholds import MemoryThresholds
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -53,6 +55,9 @@ class Thresholds(_Human):
     """finalize: a case idle this long rolls its gap reports into one MR."""
     lock_timeout_seconds: float = Field(30.0, gt=0)
     """How long a read-modify-write waits for a state-file lock before giving up."""
+    mcp_disconnect_confirm: int = Field(2, ge=1)
+    """mcp-watch: "After two consecutive disconnects (the DISCONNECT_CONFIRM_THRESHOLD), it
+    escalates with a :warning: reaction on the most recent ticket"."""
     read_lag_window_seconds: float = Field(60.0, ge=0)
     """Slack's conversations.history "can lag by anywhere from 1 to 30 seconds": a channel
     cursor never moves closer than this to the newest message seen, and on an empty poll it
@@ -85,6 +90,10 @@ class HarnessConfig(_Human):
     """Where worktrees live; the L2 push self-heal budget and confidence gate."""
     monitor: MonitorThresholds = Field(default_factory=MonitorThresholds)
     """mr-monitor's budgets: consecutive fix_ci attempts, the cycle budget."""
+    memory: MemoryThresholds = Field(default_factory=MemoryThresholds)
+    """followup, the gap analyzer and consolidation (the 50 % output-size guard …)."""
+    improvement: ImprovementThresholds = Field(default_factory=ImprovementThresholds)
+    """finalize's filters and the harness's own repo; kb-update's 10 / 3 / 6."""
 
     @property
     def allowlist(self) -> list[str]:
@@ -141,6 +150,26 @@ class McpServer(_Human):
     env: dict[str, str] = Field(default_factory=dict)
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    headersHelper: str | None = None
+    """The claude CLI's hook: a shell command whose stdout is a JSON object of extra headers,
+    run at each connection (how a refreshed token reaches the request). ``${VAR}`` and
+    ``${VAR:-default}`` are expanded in ``command``, ``args``, ``env``, ``url`` and ``headers``."""
+    # -- mcp-watch (the claude CLI ignores keys it does not know) --
+    noop_tool: str | None = None
+    """A tool safe to call every 10 minutes (read-only, cheap). None: initialize and list the
+    tools only, which misses a token that is only checked when a tool runs."""
+    noop_args: dict[str, Any] = Field(default_factory=dict)
+    """Arguments of ``noop_tool``."""
+    refresh_command: str | None = None
+    """The silent token refresh, run (``sh -c``) when the check fails. Exit 0: refreshed, the
+    check runs again at once; exit 77: the identity-provider session itself expired and only a
+    human can renew it (the DM carries ``runbook``); anything else: the refresh failed."""
+    runbook: str = ""
+    """The fix the reauth DM carries: the 30-second runbook for the step that needs a human
+    (e.g. an SSO login with a hardware key). The harness never automates that step."""
+    project: str | None = None
+    """The project whose most recent ticket gets the :warning: once the server has failed
+    DISCONNECT_CONFIRM_THRESHOLD checks in a row. None: the most recent ticket of any project."""
 
     @model_validator(mode="after")
     def _transport(self) -> McpServer:

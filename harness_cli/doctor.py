@@ -22,9 +22,18 @@ class Check:
 
 
 def run_checks(*, offline: bool = False) -> list[Check]:
-    checks = [_home(), _git(), *_config_and_runtime(), _workspace(), *_state_files(), *_tokens()]
+    """Machine, config and files first; with the network: tokens accepted, the workspace
+    remote, the MCP servers. Each problem appears once (a check that depends on a failed one
+    is left out rather than failing again)."""
+    from harness_cli.ops import doctor_checks as ops
+
+    checks = [_home(), _git(), ops.git_identity(), *_config_and_runtime(), _workspace()]
+    checks += [*_state_files(), *_tokens(), ops.schedule()]
     if not offline:
         checks += [_reach(name, probe) for name, probe in _probes()]
+        remote = ops.workspace_remote()
+        checks += [remote] if remote else []
+        checks += ops.mcp_servers()
     return checks
 
 
@@ -71,7 +80,27 @@ def _config_and_runtime() -> list[Check]:
             out = subprocess.run(
                 [str(claude), "--version"], capture_output=True, text=True, check=False, timeout=30
             )
-            checks.append(Check("claude CLI", "ok", f"{claude} {out.stdout.strip()}"))
+            version = out.stdout.strip()
+            if out.returncode != 0 or not version:
+                checks.append(
+                    Check(
+                        "claude CLI",
+                        "fail",
+                        f"{claude} --version exited {out.returncode}",
+                        f"reinstall it: `make claude-cli` (pins {PINNED_VERSION})",
+                    )
+                )
+            elif PINNED_VERSION not in version:
+                checks.append(
+                    Check(
+                        "claude CLI",
+                        "warn",
+                        f"{claude} is {version}; the harness is tested with {PINNED_VERSION}",
+                        f"`make claude-cli` installs {PINNED_VERSION} under .tools/",
+                    )
+                )
+            else:
+                checks.append(Check("claude CLI", "ok", f"{claude} {version}"))
     return checks
 
 
@@ -133,9 +162,9 @@ def _probes() -> list[tuple[str, Callable[[], str]]]:
     probes: list[tuple[str, Callable[[], str]]] = []
     if os.environ.get("SLACK_USER_TOKEN"):
         probes.append(("Slack", _probe_slack))
-    if os.environ.get("GITLAB_TOKEN") and os.environ.get("GITLAB_URL"):
+    if os.environ.get("GITLAB_TOKEN"):
         probes.append(("GitLab", _probe_gitlab))
-    if os.environ.get("ANTHROPIC_API_KEY") and os.environ.get("ANTHROPIC_BASE_URL"):
+    if os.environ.get("ANTHROPIC_API_KEY"):
         probes.append(("Anthropic", _probe_anthropic))
     return probes
 
@@ -156,10 +185,13 @@ def _probe_gitlab() -> str:
     import gitlab
 
     gl = gitlab.Gitlab(
-        os.environ["GITLAB_URL"], private_token=os.environ["GITLAB_TOKEN"], timeout=5
+        os.environ.get("GITLAB_URL", "https://gitlab.com"),
+        private_token=os.environ["GITLAB_TOKEN"],
+        timeout=5,
     )
-    version, _ = gl.version()
-    return f"GitLab {version}"
+    gl.auth()  # GET /user: proves the token is accepted, not only that the host answers
+    user = gl.user
+    return f"as {getattr(user, 'username', '?')}"
 
 
 def _probe_anthropic() -> str:
@@ -167,7 +199,7 @@ def _probe_anthropic() -> str:
     import urllib.request
 
     # The SDK costs ~2.5 s to import; a models listing over urllib proves the same thing.
-    base = os.environ["ANTHROPIC_BASE_URL"].rstrip("/")
+    base = os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com").rstrip("/")
     req = urllib.request.Request(
         f"{base}/v1/models",
         headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"], "anthropic-version": "2023-06-01"},
@@ -187,5 +219,12 @@ def _reach(name: str, probe: Callable[[], str]) -> Check:
             f"reach {name}",
             "fail",
             redact(f"{type(exc).__name__}: {exc}")[:200],
-            "check the URL, the token and the network",
+            _REACH_FIX.get(name, "check the URL, the token and the network"),
         )
+
+
+_REACH_FIX = {
+    "Slack": "auth.test refused: check SLACK_USER_TOKEN (a user token, xoxp-…) and SLACK_API_URL",
+    "GitLab": "GET /user refused: check GITLAB_TOKEN (scope api) and GITLAB_URL",
+    "Anthropic": "the models call refused: check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL",
+}

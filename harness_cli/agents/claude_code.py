@@ -92,8 +92,12 @@ class ClaudeCodeRuntime:
         Reads stay free. A run with Bash (the dev-agent, inside its own worktree) needs
         ``bypassPermissions``; the worktree and the guard are its boundary."""
         if "Bash" in req.disallowed_tools:
-            return ["--permission-mode", "acceptEdits", "--allowedTools",
-                    ",".join(("Read", "Glob", "Grep", *_mcp_servers(req.mcp_config)))]
+            return [
+                "--permission-mode",
+                "acceptEdits",
+                "--allowedTools",
+                ",".join(("Read", "Glob", "Grep", *_mcp_servers(req.mcp_config))),
+            ]
         return ["--permission-mode", "bypassPermissions"]
 
     def environment(self) -> dict[str, str]:

@@ -139,6 +139,10 @@ def close(
     with update_case(case_id, cfg.harness.thresholds, "closed") as case:
         moved = case.move("closed", by="operator", note=reason)
     closed_threads = close_threads(case)
+    if moved:
+        from harness_cli.improvement.retrospective import write_retrospective
+
+        write_retrospective(cfg, case_id, reason="case close")
     result = Result("case close", data={"case_id": case_id, "threads_closed": closed_threads})
     if moved:
         result.changed.append(f"closed case {case_id}")

@@ -15,14 +15,26 @@ app = new_app("Check config, tokens, services and the machine.")
 
 @app.command()
 def doctor(
-    offline: bool = typer.Option(False, "--offline", help="Skip the network reachability checks."),
+    offline: bool = typer.Option(
+        False, "--offline", help="Skip the network checks (tokens, remote, MCP servers)."
+    ),
 ) -> None:
     """Check config, tokens, reachability of each service, and the machine (git, claude CLI)."""
+    from rich.markup import escape
+
     checks = run_checks(offline=offline)
     marks = {"ok": "[green]ok[/green]", "warn": "[yellow]warn[/yellow]", "fail": "[red]FAIL[/red]"}
-    result = Result("doctor", data=[c.__dict__ for c in checks], columns=["", "check", "detail"])
+    result = Result(
+        "doctor", data=[c.__dict__ for c in checks], columns=["", "check", "detail", "fix"]
+    )
     result.rows = [
-        [marks[c.status], c.name, c.detail + (f" — {c.fix}" if c.fix else "")] for c in checks
+        [
+            marks[c.status],
+            escape(c.name),
+            escape(c.detail),
+            escape(c.fix if c.status != "ok" else ""),
+        ]
+        for c in checks
     ]
     failed = [c for c in checks if c.status == "fail"]
     if failed:

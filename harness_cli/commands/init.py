@@ -1,5 +1,6 @@
 """harness init — create HARNESS_HOME, the workspace repo (optionally with a remote) and a
-starter config. Safe to re-run: what exists is reported as skipped, never overwritten."""
+starter config. Safe to re-run: what exists is reported as skipped, never overwritten.
+``--install-cron`` prints the crontab of the periodic subcommands; ``--yes`` installs it."""
 
 from __future__ import annotations
 
@@ -53,6 +54,12 @@ def init(
     channel: list[str] = typer.Option([], "--channel", help="Support channel id (repeatable)."),
     jira_prefix: list[str] = typer.Option([], "--jira-prefix", help="Jira prefix (repeatable)."),
     repo: list[str] = typer.Option([], "--repo", help="GitLab project path (repeatable)."),
+    install_cron: bool = typer.Option(
+        False, "--install-cron", help="Print the crontab of the periodic subcommands."
+    ),
+    yes: bool = typer.Option(
+        False, "--yes", help="With --install-cron: install it (replaces only the harness block)."
+    ),
 ) -> None:
     """Create what a fresh machine needs; report what already exists as skipped."""
     from harness_cli.config import load_config
@@ -96,8 +103,41 @@ def init(
         )
     load_config(config)  # a starter (or kept) config that does not load is an error now
     result.data = {"home": str(home), "workspace": str(workspace), "config": str(config)}
+    if install_cron:
+        result.data["crontab"] = _cron(result, home, config, install=yes)
     result.messages.append("next: `harness doctor` checks tokens and services")
     emit(result)
+
+
+def _cron(result: Result, home: Path, config: Path, *, install: bool) -> str:
+    """Print the block; write it only when asked to (a user's crontab is never edited
+    silently)."""
+    from harness_cli.errors import ServiceError
+    from harness_cli.ops import schedule
+
+    block = schedule.render(home=home.resolve(), config=config.resolve())
+    units = schedule.cron_dir() / "systemd"
+    if not install:
+        result.messages.append(block.rstrip("\n"))
+        result.messages.append(
+            "not installed: re-run with --yes to put this block in your crontab (only the "
+            f"lines between its markers change), or paste it into `crontab -e`. The listener "
+            f"and a poll-slack timer are systemd user units in {units}."
+        )
+        return block
+    existing = schedule.current()
+    if existing is None:
+        raise ServiceError(
+            "no `crontab` command on this machine",
+            hint=f"install cron (apt-get install cron), or use the systemd units in {units}",
+        )
+    if schedule.block_of(existing) == block:
+        result.skipped.append("the crontab already has this harness block")
+        return block
+    schedule.install(schedule.merge(existing, block))
+    jobs = len(schedule.entries(block))
+    result.changed.append(f"installed the harness block in your crontab ({jobs} jobs)")
+    return block
 
 
 def _write_starter(folder: Path, files: dict[str, str]) -> dict[str, bool]:

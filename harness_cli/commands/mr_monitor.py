@@ -42,7 +42,6 @@ def mr_monitor(
         emit(result)
         return
     from harness_cli.delivery.monitor import run_cycle
-
     from harness_cli.delivery.worktrees import prune_stale
 
     with hold("mr-monitor", timeout=0, what="mr-monitor"):

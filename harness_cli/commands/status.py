@@ -1,4 +1,5 @@
-"""harness status — pause state, auto-monitor, what was held back, open cases, MRs."""
+"""harness status — pause state, auto-monitor, what was held back, open cases, MRs, and the
+last 24 hours from the logs (runs, exits, escalations, token spend)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ def status() -> None:
     from harness_cli.intake import pause
     from harness_cli.intake.admin import status_text
     from harness_cli.intake.build import local_context
+    from harness_cli.ops.summary import last_24h
 
     ctx = local_context()
     view = pause.view()
@@ -28,6 +30,7 @@ def status() -> None:
             "held_back_total": view.held_back_total,
             "held_back": [h.model_dump(mode="json") for h in view.held_back],
             "auto_monitor": {p: ctx.auto_monitor(p) for p in ctx.cfg.projects.projects},
+            "last_24h": last_24h().to_json(),
         },
     )
     result.messages.append(status_text(ctx))

@@ -35,6 +35,7 @@ from harness_cli.investigation.report import CompletionReport
 from harness_cli.investigation.verdict import Verdict
 from harness_cli.logs import event
 from harness_cli.ops.outbound import Outbound
+from harness_cli.ops.status_message import RunStatus, observe
 from harness_cli.services.gitlab import GitLab
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import Case
@@ -61,6 +62,8 @@ class Work:
     quiet: bool = False
     """No progress posts in the case thread (L3 escalations still go out)."""
     notes: list[str] = field(default_factory=list)
+    status: RunStatus | None = None
+    """The live status message in the case thread; delivery.run closes it (done/failed)."""
 
     @property
     def project(self) -> str:
@@ -78,6 +81,11 @@ class Work:
         return repos[0]
 
     def checks(self) -> list[str]:
+        """The checks of the repo being changed: the harness's own (`make test`) for its
+        improvement MRs, else the ticket project's required checks."""
+        improvement = self.cfg.harness.improvement
+        if self.project == improvement.self_repo:
+            return list(improvement.self_repo_checks)
         return list(self.cfg.projects.projects[self.case.project].required_checks)
 
     def agent(self, role: str, template: str, wt: worktrees.Worktree, **values: str) -> str:
@@ -92,6 +100,8 @@ class Work:
             **values,
         )
         self.notes = []
+        if self.status is not None:
+            self.status.start(role)
         result = self.runtime.run(
             RunRequest(
                 role=role,
@@ -101,6 +111,7 @@ class Work:
                 protect=(self.case_dir,),
                 max_turns=40,
                 timeout_s=1200,
+                on_event=observe(self.status, case_id=self.case.id, role=role),
             )
         )
         event(
@@ -111,6 +122,10 @@ class Work:
             stop=result.stop,
             turns=result.turns,
             cost_usd=result.cost_usd,
+            input_tokens=result.usage.input,
+            output_tokens=result.usage.output,
+            cache_creation_tokens=result.usage.cache_creation,
+            cache_read_tokens=result.usage.cache_read,
             reverted=result.reverted,
         )
         if result.stop in ("error", "timeout") and not result.text:

@@ -175,8 +175,7 @@ def finish(ctx: MonitorCtx, key: str, entry: MonitoredMr, mr: MergeRequest) -> N
     removed = [] if others else remove_worktrees(entry.case_id)
     case_line = _move_case(ctx, key, entry, mr, others)
     _mark_patch_pr(entry.case_id, mr)
-    if merged:
-        retrospective_hook(entry.case_id, key)
+    retrospective_hook(ctx.cfg, entry.case_id, key)  # "at case end (merged, closed …)"
     verb = "merged" if merged else "closed without merging"
     parts = [f"{key} {verb}.", case_line]
     if removed:
@@ -199,10 +198,17 @@ def remove_worktrees(case_id: str) -> list[Path]:
         return []
 
 
-def retrospective_hook(case_id: str, key: str) -> None:
-    """Where a merged MR's retrospective will start. It belongs to a later issue; until then
-    this says so in the log rather than pretending."""
-    event(log, "retrospective: not built yet", case_id=case_id, mr=key)
+def retrospective_hook(cfg: Config, case_id: str, key: str) -> None:
+    """A merged or closed MR ends its case: auto_retrospective records the failure modes that
+    kb-update tallies. A failure here is logged, never a reason to keep the MR monitored."""
+    from harness_cli.improvement.retrospective import write_retrospective
+
+    try:
+        write_retrospective(cfg, case_id, reason=f"{key} finished")
+    except HarnessError as exc:
+        event(
+            log, "retrospective_failed", logging.WARNING, case_id=case_id, mr=key, error=exc.line()
+        )
 
 
 def _move_case(

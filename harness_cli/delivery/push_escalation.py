@@ -17,6 +17,7 @@ from harness_cli.delivery.push_rebase import PushResult, RebaseResult
 from harness_cli.delivery.worktrees import Worktree
 from harness_cli.errors import ServiceError
 from harness_cli.logs import event
+from harness_cli.ops import notify
 from harness_cli.ops.outbound import Outbound
 from harness_cli.state import files
 
@@ -102,7 +103,6 @@ def escalate(
 ) -> str:
     """L3: post ONE message to the operator's self-DM (in the case thread if there is one)
     with the whole trail; return its ts."""
-    channel = cfg.harness.operator.self_dm_channel
     text = escalation_text(
         case_id,
         wt,
@@ -112,7 +112,7 @@ def escalate(
         last_error=last_error,
         trail_path=trail_path,
     )
-    ts = outbound.post(channel, text, thread_ts=case_thread(case_id, channel))
+    ts = notify.push_escalation(outbound, cfg, case_id=case_id, text=text)
     event(log, "push_escalated", logging.WARNING, case_id=case_id, branch=wt.branch, ts=ts)
     return ts
 

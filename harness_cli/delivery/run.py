@@ -21,6 +21,7 @@ def run_dev_agent(
     from harness_cli.agents.factory import build_runtime, runtime_name
     from harness_cli.config import load_config
     from harness_cli.delivery import dev_agent
+    from harness_cli.ops import status_message
     from harness_cli.services import factory
     from harness_cli.workspace import registry
 
@@ -28,7 +29,7 @@ def run_dev_agent(
         raise InputError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
     cfg = load_config()
     case = registry.load_case(case_id)
-    if case.status not in RUNNABLE[mode]:
+    if case.status not in RUNNABLE[mode] and not _watched_mr(case_id, args):
         raise PolicyRefused(
             f"case {case_id} is {case.status}; dev-agent {mode} does not run now",
             hint="approve it first (admin: task) or re-open it",
@@ -48,4 +49,36 @@ def run_dev_agent(
         "fix_ci": dev_agent.run_fix_ci,
         "address_review": dev_agent.run_address_review,
     }[mode]
-    return runner(work)
+    work.status = (
+        status_message.for_case(cfg, work.out, case_id, f"dev-agent {mode} {case_id}")
+        if post
+        else None
+    )
+    try:
+        result = runner(work)
+    except BaseException as exc:
+        if work.status is not None:
+            work.status.failed(status_message.reason(exc))
+        raise
+    if work.status is not None:
+        state = str(result.get("state") or "").replace("_", " ")
+        work.status.done(state or _outcome(result))
+    return result
+
+
+def _outcome(result: dict[str, Any]) -> str:
+    if result.get("mr"):
+        return f"MR {result['mr'].get('web_url', '')}"
+    if result.get("changed") is False:
+        return "nothing changed, nothing pushed"
+    return "pushed" if result.get("pushed") else "not pushed"
+
+
+def _watched_mr(case_id: str, args: dict[str, Any]) -> bool:
+    """An MR the harness still monitors for this case may be repaired whatever the ticket's
+    own status — e.g. finalize's improvement MR against the harness repo (pr-ci-fixer), whose
+    case was closed long before."""
+    from harness_cli.state import files
+
+    entry = files.monitored_mrs().read().mrs.get(str(args.get("mr", "")))
+    return entry is not None and entry.case_id == case_id and entry.state == "opened"

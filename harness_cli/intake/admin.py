@@ -101,6 +101,10 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         with registry.update_case(case_id, ctx.cfg.harness.thresholds, "closed") as case:
             moved = case.move("closed", by="operator", note="admin close-case")
         registry.close_threads(case)
+        if moved:
+            from harness_cli.improvement.retrospective import write_retrospective
+
+            write_retrospective(ctx.cfg, case_id, reason="admin close-case")
         return f"{case_id} {'closed' if moved else 'was already closed'}"
     if verb == "gap-patterns":
         from harness_cli.cli import COMMANDS
@@ -132,6 +136,9 @@ def status_text(ctx: Intake) -> str:
         f"open cases: {len(open_cases)}; monitored MRs: {len(mrs)}"
         + (f" ({sum(1 for m in mrs.values() if m.paused)} paused)" if mrs else "")
     )
+    from harness_cli.ops.summary import last_24h
+
+    lines += last_24h().lines()
     return "\n".join(lines)
 
 

@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli.agents.factory import build_runtime, runtime_name
-from harness_cli.config import load_config
+from harness_cli.config import Config, load_config
 from harness_cli.errors import PolicyRefused
 from harness_cli.investigation.loop import Loop, cache_prefix
 from harness_cli.investigation.publish import publish, read_ticket
 from harness_cli.investigation.runs import CaseRunner
+from harness_cli.ops import status_message
 from harness_cli.workspace import registry
 
 STARTABLE = ("new", "investigating", "awaiting_approval", "failed", "escalated")
@@ -29,10 +30,15 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
     folder = registry.case_dir(case_id)
     _archive_previous_run(folder)
     runtime = build_runtime(runtime_name(cfg.harness.runtime), model=cfg.harness.model)
-    runner = CaseRunner(runtime, cfg, folder, cache_prefix=cache_prefix(cfg, case.project))
+    status = _live_status(cfg, case_id) if post else None
+    runner = CaseRunner(
+        runtime, cfg, folder, cache_prefix=cache_prefix(cfg, case.project), status=status
+    )
     try:
         result = Loop(cfg, case, folder, runner, read_ticket(folder)).run()
-    except BaseException:
+    except BaseException as exc:
+        if status is not None:
+            status.failed(status_message.reason(exc))
         with registry.update_case(case_id, cfg.harness.thresholds, "investigation failed") as c:
             c.move("failed", by="investigate")
         raise
@@ -42,6 +48,8 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
 
         out = factory.outbound(cfg)
     done = publish(cfg, case_id, result, out)
+    if status is not None:
+        status.done(done.exit_line)
     return {
         "case_id": case_id,
         "exit_line": done.exit_line,
@@ -50,6 +58,13 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         "posted_ts": done.posted_ts,
         "confidence": result.history[-1].confidence,
     }
+
+
+def _live_status(cfg: Config, case_id: str) -> status_message.StatusReporter | None:
+    from harness_cli.services import factory
+
+    out = factory.outbound(cfg, factory.lazy_slack())
+    return status_message.for_case(cfg, out, case_id, f"investigate {case_id}")
 
 
 def _archive_previous_run(folder: Path) -> None:

@@ -14,6 +14,7 @@ from harness_cli.agents.runtime import RunRequest, Runtime
 from harness_cli.config import Config
 from harness_cli.errors import ServiceError
 from harness_cli.logs import event
+from harness_cli.ops.status_message import RunStatus, observe
 
 log = logging.getLogger("harness.investigation")
 
@@ -60,12 +61,16 @@ class CaseRunner:
     timeout_s: float = 900.0
     max_turns: int = 30
     calls: list[CallRecord] = field(default_factory=list)
+    status: RunStatus | None = None
+    """The live status message in the case thread; the workflow closes it (done/failed)."""
 
     def __call__(self, role: str, prompt: str, *, context: str = "") -> str:
         """``context``: what stays the same for every call of this role in the case (the
         ticket, the locked slate, the report contract) — placed after the shared prefix in the
         cached system part, so each iteration reads it from the cache instead of resending it
         after the guard notes, which change every round."""
+        if self.status is not None:
+            self.status.start(role)
         result = self.runtime.run(
             RunRequest(
                 role=role,
@@ -78,6 +83,7 @@ class CaseRunner:
                 mcp_config=self._mcp(),
                 cache_prefix=(*self.cache_prefix, context) if context else self.cache_prefix,
                 protect=self._protected(),
+                on_event=observe(self.status, case_id=self.case_dir.name, role=role),
             )
         )
         u = result.usage

@@ -12,8 +12,11 @@ def _lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_events_land_as_json_lines_in_the_right_files(cli, config_dir: Path,  # type: ignore[no-untyped-def]
-                                                      tmp_path: Path) -> None:
+def test_events_land_as_json_lines_in_the_right_files(
+    cli,
+    config_dir: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     assert cli("init")[0] == 0
     assert cli("case", "new", "--project", "team-a", "--title", "t", "--id", "L-1")[0] == 0
     logs = tmp_path / "harness-home" / "logs"
@@ -27,15 +30,22 @@ def test_events_land_as_json_lines_in_the_right_files(cli, config_dir: Path,  # 
     assert not _lines(logs / "error.log")
 
 
-def test_refusals_reach_error_log_without_the_token(cli, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refusals_reach_error_log_without_the_token(
+    cli,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import logging
 
     from harness_cli.logs import event, setup_cli_logging
 
     monkeypatch.setenv("SLACK_USER_TOKEN", "xoxp-1111111111-2222222222-abcdefabcdef")
     setup_cli_logging()
-    event(logging.getLogger("harness.test"), "post_failed", logging.ERROR,
-          detail="token xoxp-1111111111-2222222222-abcdefabcdef rejected")
+    event(
+        logging.getLogger("harness.test"),
+        "post_failed",
+        logging.ERROR,
+        detail="token xoxp-1111111111-2222222222-abcdefabcdef rejected",
+    )
     errors = (tmp_path / "harness-home" / "logs" / "error.log").read_text()
     assert "post_failed" in errors and "abcdefabcdef" not in errors

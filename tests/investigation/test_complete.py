@@ -29,13 +29,15 @@ def test_an_honest_investigation_completes_and_posts_its_draft_in_the_case_threa
     assert str(data["exit_line"]).startswith("exit=complete")
     assert data["iterations"] == 2 and data["confidence"] == 88
     assert data["status"] == "awaiting_approval"
-    root, draft = slack_emu.messages("D0SELF")
-    assert root == thread
+    root, status, draft = slack_emu.messages("D0SELF")
+    assert root["ts"] == thread["ts"]
+    # one live status message in the thread, edited in place to its final state
+    assert status["thread_ts"] == thread["ts"] and status["text"].startswith(":white_check_mark:")
     assert draft["thread_ts"] == thread["ts"] and draft["ts"] == data["posted_ts"]
     assert draft["text"].startswith(f"`{data['exit_line']}`")
     assert "Orders of exactly 10 units miss the bulk discount" in draft["text"]
-    # the draft is the only thing the investigation posted, and it went to the self-DM
-    assert slack_emu.calls("chat.postMessage") == 2
+    # the status placeholder and the draft are all the investigation posted, in the self-DM
+    assert slack_emu.calls("chat.postMessage") == 3
     assert slack_emu.messages("C0SUPPORT")[-1]["user"] == "U0CUSTOMER"
 
     folder = inv.case_dir()

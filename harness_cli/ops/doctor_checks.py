@@ -1,0 +1,154 @@
+"""The operations half of ``harness doctor``: git identity, the workspace remote, the schedule
+(cron or systemd) and the MCP servers. Each check names the fix of what it finds wrong."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from harness_cli import paths
+from harness_cli.doctor import Check
+from harness_cli.errors import HarnessError
+
+REMOTE_TIMEOUT_S = 20.0
+
+
+def git_identity() -> Check:
+    """Who the workspace commits are by. Without one they fall back to a generic identity, so
+    a second machine's commits cannot be told apart."""
+    found = {}
+    for key in ("user.name", "user.email"):
+        proc = subprocess.run(
+            ["git", "config", "--get", key], capture_output=True, text=True, check=False
+        )
+        found[key] = proc.stdout.strip()
+    if all(found.values()):
+        return Check("git identity", "ok", f"{found['user.name']} <{found['user.email']}>")
+    missing = " and ".join(k for k, v in found.items() if not v)
+    return Check(
+        "git identity",
+        "warn",
+        f"{missing} not set: workspace commits use the harness's fallback identity",
+        'git config --global user.name "…" && git config --global user.email "…"',
+    )
+
+
+def workspace_remote() -> Check | None:
+    """``git ls-remote`` against the workspace's remote: cases reach other machines only if
+    this answers. None when there is no workspace repo or no remote (``_workspace`` says so)."""
+    ws = paths.workspace()
+    if not (ws / ".git").exists():
+        return None
+    remotes = subprocess.run(
+        ["git", "-C", str(ws), "remote"], capture_output=True, text=True, check=False
+    ).stdout.split()
+    if not remotes:
+        return None
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(ws), "ls-remote", "--heads", remotes[0]],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=REMOTE_TIMEOUT_S,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return Check(
+            "workspace remote",
+            "fail",
+            f"`git ls-remote {remotes[0]}` gave no answer in {REMOTE_TIMEOUT_S:g} s",
+            "check the network and the remote's URL (git -C <workspace> remote -v)",
+        )
+    if proc.returncode != 0:
+        from harness_cli.logs import redact
+
+        return Check(
+            "workspace remote",
+            "fail",
+            redact(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"),
+            "check the remote's URL and this machine's access to it (ssh key or token)",
+        )
+    return Check("workspace remote", "ok", f"{remotes[0]} answers")
+
+
+def schedule() -> Check:
+    """Something runs the periodic subcommands: the crontab block, or the systemd timer."""
+    from harness_cli.ops import schedule as cron
+
+    try:
+        crontab = cron.current()
+    except HarnessError as exc:
+        crontab, problem = None, exc.message
+    else:
+        problem = ""
+    block = cron.block_of(crontab or "")
+    if block:
+        jobs = cron.entries(block)
+        missing = [
+            e.argv[-1]
+            for e in jobs
+            if e.argv and not Path(e.argv[0]).exists() and e.argv[0].startswith("/")
+        ]
+        if missing:
+            return Check(
+                "schedule",
+                "fail",
+                f"the crontab's harness block points at a harness-cron that is gone "
+                f"({len(missing)} job(s))",
+                "re-run `harness init --install-cron --yes` from the current checkout",
+            )
+        return Check("schedule", "ok", f"crontab: {len(jobs)} harness job(s)")
+    if _systemd_timer():
+        return Check("schedule", "ok", "systemd: harness-poll-slack.timer enabled")
+    detail = "no harness block in the crontab and no harness timer"
+    if crontab is None:
+        detail = problem or "no crontab command and no harness timer"
+    return Check(
+        "schedule",
+        "warn",
+        detail + ": nothing polls Slack or watches the MRs",
+        "`harness init --install-cron` prints the crontab; add --yes to install it",
+    )
+
+
+def _systemd_timer() -> bool:
+    exe = shutil.which("systemctl")
+    if exe is None:
+        return False
+    try:
+        proc = subprocess.run(
+            [exe, "--user", "is-enabled", "harness-poll-slack.timer"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=10,
+        )
+    except subprocess.TimeoutExpired:
+        return False
+    return proc.returncode == 0
+
+
+def mcp_servers() -> list[Check]:
+    """Each server of mcp.json gets the check mcp-watch makes (read-only: no state, no DM).
+    Nothing when the config does not load (the config check already says why)."""
+    from harness_cli.config import load_config
+    from harness_cli.ops.mcp_probe import probe_all
+    from harness_cli.ops.mcp_watch import fix_for
+
+    try:
+        servers = load_config().mcp.mcpServers
+    except HarnessError:
+        return []
+    if not servers:
+        return [Check("MCP servers", "ok", "none configured")]
+    found = probe_all(dict(servers))
+    return [
+        Check(f"MCP {name}", "ok", probe.line())
+        if probe.ok
+        else Check(f"MCP {name}", "fail", probe.line(), fix_for(name, servers[name], None))
+        for name, probe in found.items()
+    ]

@@ -1,0 +1,124 @@
+"""Terminal-event DMs: one function per event, each a first-class operator notification.
+
+Reference, Layer 5: "Slack DMs for terminal events, such as an MR opening, an MR merging, an
+expired identity-provider session or a CI escalation. They count as first-class operator
+notifications and are threaded under the case where one applies." Every DM goes through
+``Outbound`` to the operator's self-DM — in the case's thread when the case has one, else
+top level — and leaves a ``notified`` event in agent.log.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from harness_cli.config import Config
+from harness_cli.logs import event
+from harness_cli.ops.outbound import Outbound
+from harness_cli.state import files
+from harness_cli.state.models import ThreadEntry
+
+log = logging.getLogger("harness.notify")
+
+
+def case_thread(case_id: str) -> ThreadEntry | None:
+    """The case's own thread in the operator's self-DM (on-call map first), if it has one."""
+    for handle in (files.oncall_thread_map(), files.task_thread_map()):
+        for entry in handle.read().for_case(case_id):
+            if entry.role == "case_thread" and not entry.evicted:
+                return entry
+    return None
+
+
+def dm(out: Outbound, cfg: Config, kind: str, text: str, *, case_id: str | None = None) -> str:
+    """Post one notification; returns its ts."""
+    channel = cfg.harness.operator.self_dm_channel
+    thread = case_thread(case_id) if case_id else None
+    if thread is not None and thread.channel == channel:
+        ts = out.post(channel, text, thread_ts=thread.thread_ts)
+    else:
+        ts = out.post(channel, text)
+    event(
+        log,
+        "notified",
+        kind=kind,
+        case_id=case_id or "",
+        threaded=thread is not None,
+        ts=ts,
+    )
+    return ts
+
+
+def mr_opened(
+    out: Outbound,
+    cfg: Config,
+    *,
+    case_id: str,
+    web_url: str,
+    adopted: bool = False,
+    draft: bool = False,
+) -> str:
+    text = f"MR {'updated' if adopted else 'opened'}: {web_url}" + (
+        " (draft: acceptance has not passed on its head)" if draft else ""
+    )
+    return dm(out, cfg, "mr_opened", text, case_id=case_id)
+
+
+def mr_merged(out: Outbound, cfg: Config, *, case_id: str, mr: str, detail: str = "") -> str:
+    text = f":tada: {mr} merged." + (f" {detail}" if detail else "")
+    return dm(out, cfg, "mr_merged", text, case_id=case_id)
+
+
+def ci_escalation(out: Outbound, cfg: Config, *, case_id: str, text: str) -> str:
+    """mr-monitor's "three consecutive failures escalate to the operator" (its text carries
+    the attempts)."""
+    return dm(out, cfg, "ci_escalation", text, case_id=case_id)
+
+
+def push_escalation(out: Outbound, cfg: Config, *, case_id: str, text: str) -> str:
+    """L3 of push recovery: the whole L2 trail, composed by delivery.push_escalation."""
+    return dm(out, cfg, "push_escalation", text, case_id=case_id)
+
+
+def idp_expired(
+    out: Outbound,
+    cfg: Config,
+    *,
+    what: str,
+    runbook: str,
+    case_id: str | None = None,
+) -> str:
+    """Reference, Layer 4: "Refreshing the identity-provider session needs a hardware-bound
+    MFA prompt, so the agent halts and asks for human action, putting a 30-second runbook in
+    the DM." The step is the human's; nothing here tries it."""
+    text = (
+        f":key: Identity-provider session expired ({what}). It needs you — the harness does "
+        "not renew it.\n" + (runbook.strip() or DEFAULT_IDP_RUNBOOK)
+    )
+    return dm(out, cfg, "idp_expired", text, case_id=case_id)
+
+
+def mcp_needs_reauth(
+    out: Outbound, cfg: Config, *, server: str, fix: str, detail: str, auth: bool
+) -> str:
+    """mcp-watch: the silent refresh did not bring the server back."""
+    head = f"{server} MCP needs reauth" if auth else f"{server} MCP is failing its health check"
+    text = f":electric_plug: {head}.\nWhat failed: {detail}\nFix: {fix}"
+    return dm(out, cfg, "mcp_needs_reauth", text)
+
+
+def mcp_recovered(out: Outbound, cfg: Config, *, server: str, thread_ts: str | None) -> str:
+    """Said once, under the reauth DM when there is one."""
+    channel = cfg.harness.operator.self_dm_channel
+    ts = out.post(
+        channel, f":white_check_mark: {server} MCP is healthy again.", thread_ts=thread_ts
+    )
+    event(log, "notified", kind="mcp_recovered", server=server, ts=ts)
+    return ts
+
+
+DEFAULT_IDP_RUNBOOK = (
+    "1. Run your identity provider's login (with the hardware key) on the harness machine.\n"
+    "2. Approve the MFA prompt within its 15-minute window.\n"
+    "3. Nothing else: the next `harness mcp-watch` cycle checks it and says when it is back."
+)
+"""Used when the server's ``runbook`` in mcp.json is empty."""

@@ -1,0 +1,236 @@
+"""The live status message: one placeholder per run in the case thread, edited in place.
+
+Reference, Layer 5: "While an agent runs, a placeholder message in the case thread cycles
+through statuses (Reading TASK.md, then Searching codebase, then Drafting patch) and finally
+resolves to Done or Failed: <reason>. This streaming reporter edits one message in place, so
+threads don't fill up with noise."
+
+The runtime's live events drive it (``RunRequest.on_event``). A run makes hundreds of tool
+calls; Slack answers 429 to more than about one write per second per channel. So an edit goes
+out only when the status changed AND at least MIN_EDIT_INTERVAL_S passed since the last one;
+statuses in between are skipped (the next edit shows the newest). The final Done/Failed edit
+always goes out. A status message never fails a run: Slack errors are logged and the
+reporter goes quiet.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import PurePath
+from typing import Protocol
+
+from harness_cli.agents.runtime import RunEvent
+from harness_cli.config import Config
+from harness_cli.errors import HarnessError
+from harness_cli.logs import event
+from harness_cli.ops.outbound import Outbound
+from harness_cli.services.slack import RateLimited
+
+log = logging.getLogger("harness.status")
+
+MIN_EDIT_INTERVAL_S = 5.0
+"""At most one chat.update per this many seconds, and only on a status change."""
+FINAL_RETRY_CAP_S = 10.0
+"""The closing edit waits out one 429 of at most this long, then gives up (logged)."""
+
+READ_TOOLS = frozenset({"Read", "NotebookRead"})
+SEARCH_TOOLS = frozenset({"Grep", "Glob", "LS", "WebFetch", "WebSearch", "Task"})
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+
+
+def status_for(ev: RunEvent) -> str | None:
+    """The status an event moves the message to; None leaves it where it is."""
+    if ev.kind == "init":
+        return "Starting"
+    if ev.kind == "retry":
+        return "Waiting for the model API"
+    if ev.kind != "tool_use":
+        return None
+    name = str(ev.data.get("name", ""))
+    args = ev.data.get("input") or {}
+    path = PurePath(str(args.get("file_path") or args.get("path") or "")) if args else None
+    if name in READ_TOOLS and path is not None and path.name == "TASK.md":
+        return "Reading TASK.md"
+    if name in READ_TOOLS or name in SEARCH_TOOLS or name.startswith("mcp__"):
+        return "Searching codebase"
+    if name in EDIT_TOOLS:
+        if path is not None and path.suffix == ".md":
+            return f"Writing {path.name}"
+        return "Drafting patch"
+    if name == "Bash":
+        return "Running commands"
+    return None
+
+
+class RunStatus(Protocol):
+    """What a model call site needs from a status reporter."""
+
+    def start(self, phase: str = "") -> None: ...
+
+    def event(self, ev: RunEvent) -> None: ...
+
+    def done(self, summary: str = "") -> None: ...
+
+    def failed(self, reason: str) -> None: ...
+
+
+class StatusReporter:
+    """One placeholder, edited in place. ``start`` may be called once per model call of a
+    workflow (it names the phase); ``done``/``failed`` close the message for good."""
+
+    def __init__(
+        self,
+        out: Outbound,
+        channel: str,
+        thread_ts: str | None,
+        *,
+        title: str,
+        min_interval_s: float = MIN_EDIT_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.out, self.channel, self.thread_ts = out, channel, thread_ts
+        self.title = title
+        self.min_interval_s = min_interval_s
+        self.clock, self.sleep = clock, sleep
+        self.ts: str | None = None
+        self.phase = ""
+        self.status = "Starting"
+        self.shown = ""
+        self.last_edit = float("-inf")
+        self.blocked_until = float("-inf")
+        self.closed = False
+        self.quiet = False
+        self.tokens = 0
+        self.edits = 0
+        self._lock = threading.Lock()
+
+    # -- the RunStatus protocol ----------------------------------------------------------------
+    def start(self, phase: str = "") -> None:
+        with self._lock:
+            if self.closed or self.quiet:
+                return
+            self.phase, self.status = phase, "Starting"
+            if self.ts is None:
+                self._post()
+            else:
+                self._edit(force=False)
+
+    def event(self, ev: RunEvent) -> None:
+        with self._lock:
+            if ev.kind == "usage":
+                self.tokens += sum(int(v) for v in ev.data.values() if isinstance(v, int))
+            status = status_for(ev)
+            if status is None or self.closed or self.quiet:
+                return
+            self.status = status
+            self._edit(force=False)
+
+    def done(self, summary: str = "") -> None:
+        summary = " ".join(summary.split())[:200]
+        self._close(":white_check_mark:", "Done" + (f" — {summary}" if summary else ""))
+
+    def failed(self, reason: str) -> None:
+        self._close(":x:", f"Failed: {' '.join(reason.split())[:300]}")
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def render(self, icon: str = ":hourglass_flowing_sand:", status: str | None = None) -> str:
+        phase = f" ({self.phase})" if self.phase else ""
+        return f"{icon} {self.title}{phase}: {status or self.status}"
+
+    def _post(self) -> None:
+        text = self.render()
+        try:
+            self.ts = self.out.post(self.channel, text, thread_ts=self.thread_ts)
+        except HarnessError as exc:
+            self._go_quiet("post", exc)
+            return
+        self.shown, self.last_edit = text, self.clock()
+
+    def _edit(self, *, force: bool, text: str | None = None) -> bool:
+        text = text or self.render()
+        if self.ts is None or text == self.shown:
+            return True
+        now = self.clock()
+        if not force and (now - self.last_edit < self.min_interval_s or now < self.blocked_until):
+            return False
+        try:
+            self.out.update(self.channel, self.ts, text)
+        except RateLimited as exc:
+            self.blocked_until = now + exc.retry_after
+            if not force or exc.retry_after > FINAL_RETRY_CAP_S:
+                return False
+            self.sleep(exc.retry_after)
+            return self._edit(force=True, text=text)
+        except HarnessError as exc:
+            self._go_quiet("update", exc)
+            return False
+        self.shown, self.last_edit = text, now
+        self.edits += 1
+        return True
+
+    def _close(self, icon: str, status: str) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            if self.quiet:
+                return
+            self.phase = ""
+            tokens = f" ({self.tokens:,} tokens)" if self.tokens else ""
+            text = self.render(icon, status + tokens)
+            if self.ts is None:
+                self._post_final(text)
+            elif not self._edit(force=True, text=text):
+                event(log, "status_final_edit_lost", logging.WARNING, ts=self.ts, text=text)
+
+    def _post_final(self, text: str) -> None:
+        try:
+            self.ts = self.out.post(self.channel, text, thread_ts=self.thread_ts)
+        except HarnessError as exc:
+            self._go_quiet("post", exc)
+
+    def _go_quiet(self, action: str, exc: HarnessError) -> None:
+        self.quiet = True
+        event(log, "status_message_off", logging.WARNING, action=action, error=exc.line())
+
+
+def observe(status: RunStatus | None, *, case_id: str, role: str) -> Callable[[RunEvent], None]:
+    """The ``on_event`` of a run: every retry becomes an agent.log event ("every spawn, chain
+    dispatch and retry attempt becomes a structured event"), and the status message follows."""
+
+    def on_event(ev: RunEvent) -> None:
+        if ev.kind == "retry":
+            fields = {
+                k: v
+                for k, v in ev.data.items()
+                if isinstance(v, str | int | float) and k not in ("case_id", "role")
+            }
+            event(log, "model_retry", logging.WARNING, case_id=case_id, role=role, **fields)
+        if status is not None:
+            status.event(ev)
+
+    return on_event
+
+
+def for_case(cfg: Config, out: Outbound, case_id: str, title: str) -> StatusReporter | None:
+    """A reporter in the case's thread in the self-DM; None when the case has no thread (a
+    top-level placeholder would be exactly the noise the thread exists to avoid)."""
+    from harness_cli.ops.notify import case_thread
+
+    thread = case_thread(case_id)
+    if thread is None or thread.channel != cfg.harness.operator.self_dm_channel:
+        return None
+    return StatusReporter(out, thread.channel, thread.thread_ts, title=title)
+
+
+def reason(exc: BaseException) -> str:
+    """A one-line failure reason for the closing edit."""
+    if isinstance(exc, HarnessError):
+        return exc.message
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    return f"{type(exc).__name__}: {exc}"
