@@ -86,6 +86,28 @@ class DemoContext:
         statuses = [p["status"] for p in self.sandbox.gitlab.snapshot()["pipelines"]]
         return f"CI: {', '.join(statuses) or 'no pipeline'}"
 
+    def operator_question(self) -> str:
+        """The operator replies in the case thread of their self-DM (followup answers there)."""
+        from harness_cli.state import files
+
+        thread = next(
+            (
+                t
+                for t in files.oncall_thread_map().read().for_case(self.case_id)
+                if t.role == "case_thread"
+            ),
+            None,
+        )
+        if thread is None:
+            return "no case thread"
+        self.sandbox.slack.post_as(
+            SELF_DM,
+            "U0OPERATOR",
+            "Is the README rule really the intended one?",
+            thread_ts=thread.thread_ts,
+        )
+        return "the operator asked a question in the case thread"
+
     def reviewer_note(self) -> str:
         iid = self.mr_iid()
         if iid is None:
@@ -144,6 +166,13 @@ STEPS: tuple[Step, ...] = (
         already=("awaiting_approval", "escalated", "approved"),
     ),
     Step("review", "review", lambda c: ["review", c.case_id], needs=("investigate",)),
+    Step(
+        "followup: the operator asks in the case thread",
+        "poll-slack",
+        lambda c: ["poll-slack"],
+        needs=("investigate",),
+        before=lambda c: c.operator_question(),
+    ),
     Step(
         "operator approval",
         "admin",
