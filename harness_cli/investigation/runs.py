@@ -63,6 +63,11 @@ class CaseRunner:
     calls: list[CallRecord] = field(default_factory=list)
     status: RunStatus | None = None
     """The live status message in the case thread; the workflow closes it (done/failed)."""
+    disallowed: tuple[str, ...] | None = None
+    """Tools never offered; None: the investigation's policy (no Bash, no Slack writes)."""
+    guard: bool = True
+    """Snapshot and put back protected folders after the run. Read-only agents (memory) need
+    no guard, and must not have one: a concurrent run may write their case legitimately."""
 
     def __call__(self, role: str, prompt: str, *, context: str = "") -> str:
         """``context``: what stays the same for every call of this role in the case (the
@@ -77,12 +82,14 @@ class CaseRunner:
                 prompt=prompt,
                 workdir=self.case_dir,
                 allowed_root=self.case_dir,
-                disallowed_tools=investigation_disallowed(self.cfg),
+                disallowed_tools=self.disallowed
+                if self.disallowed is not None
+                else investigation_disallowed(self.cfg),
                 max_turns=self.max_turns,
                 timeout_s=self.timeout_s,
                 mcp_config=self._mcp(),
                 cache_prefix=(*self.cache_prefix, context) if context else self.cache_prefix,
-                protect=self._protected(),
+                protect=self._protected() if self.guard else (),
                 on_event=observe(self.status, case_id=self.case_dir.name, role=role),
             )
         )

@@ -10,19 +10,11 @@ would undo their work. The write tools are simply never offered.
 
 from __future__ import annotations
 
-import logging
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
-from harness_cli.agents.runtime import RunRequest, Runtime
 from harness_cli.config import Config
-from harness_cli.errors import ServiceError
-from harness_cli.investigation.runs import SLACK_WRITE_TOOLS, CallRecord
-from harness_cli.logs import event
+from harness_cli.investigation.runs import SLACK_WRITE_TOOLS, CaseRunner
 from harness_cli.memory.thresholds import MemoryThresholds
-
-log = logging.getLogger("harness.memory")
 
 WRITE_TOOLS = ("Bash", "Write", "Edit", "MultiEdit", "NotebookEdit")
 
@@ -34,59 +26,8 @@ def read_only_disallowed(cfg: Config) -> tuple[str, ...]:
     return (*WRITE_TOOLS, *mcp)
 
 
-@dataclass
-class MemoryRunner:
-    runtime: Runtime
-    cfg: Config
-    case_dir: Path
-    limits: MemoryThresholds
-    cache_prefix: tuple[str, ...] = ()
-    calls: list[CallRecord] = field(default_factory=list)
-
-    def __call__(self, role: str, prompt: str) -> str:
-        result = self.runtime.run(
-            RunRequest(
-                role=role,
-                prompt=prompt,
-                workdir=self.case_dir,
-                allowed_root=self.case_dir,
-                disallowed_tools=read_only_disallowed(self.cfg),
-                max_turns=self.limits.model_max_turns,
-                timeout_s=self.limits.model_timeout_seconds,
-                mcp_config=self._mcp(),
-                cache_prefix=self.cache_prefix,
-            )
-        )
-        u = result.usage
-        record = CallRecord(
-            role,
-            result.stop,
-            result.turns,
-            u.input,
-            u.output,
-            u.cache_creation,
-            u.cache_read,
-            result.cost_usd,
-            list(result.reverted),
-            result.error,
-        )
-        self.calls.append(record)
-        event(log, "model_call", **asdict(record))
-        if result.stop in ("error", "timeout") and not result.text:
-            raise ServiceError(
-                f"the {role} run failed: {result.error or result.stop}",
-                hint="the model service may be down; re-run the workflow",
-            )
-        return result.text
-
-    def _mcp(self) -> Path | None:
-        path = self.cfg.dir / "mcp.json"
-        return path if path.exists() and self.cfg.mcp.mcpServers else None
-
-    def drain(self) -> list[dict[str, Any]]:
-        out = [asdict(c) for c in self.calls]
-        self.calls.clear()
-        return out
+MemoryRunner = CaseRunner
+"""The investigation's runner with a read-only tool policy and no guard (see ``build``)."""
 
 
 def build(cfg: Config, case_dir: Path, project: str, limits: MemoryThresholds) -> MemoryRunner:
@@ -95,4 +36,13 @@ def build(cfg: Config, case_dir: Path, project: str, limits: MemoryThresholds) -
     from harness_cli.investigation.loop import cache_prefix
 
     runtime = build_runtime(runtime_name(cfg.harness.runtime), model=cfg.harness.model)
-    return MemoryRunner(runtime, cfg, case_dir, limits, cache_prefix=cache_prefix(cfg, project))
+    return CaseRunner(
+        runtime,
+        cfg,
+        case_dir,
+        cache_prefix=cache_prefix(cfg, project),
+        timeout_s=limits.model_timeout_seconds,
+        max_turns=limits.model_max_turns,
+        disallowed=read_only_disallowed(cfg),
+        guard=False,
+    )
