@@ -57,8 +57,13 @@ def init(
     install_cron: bool = typer.Option(
         False, "--install-cron", help="Print the crontab of the periodic subcommands."
     ),
+    install_hooks: bool = typer.Option(
+        False, "--install-hooks", help="Print the claude CLI hooks that sync sessions via git."
+    ),
     yes: bool = typer.Option(
-        False, "--yes", help="With --install-cron: install it (replaces only the harness block)."
+        False,
+        "--yes",
+        help="Install what --install-cron / --install-hooks print (only the harness's parts).",
     ),
 ) -> None:
     """Create what a fresh machine needs; report what already exists as skipped."""
@@ -105,8 +110,28 @@ def init(
     result.data = {"home": str(home), "workspace": str(workspace), "config": str(config)}
     if install_cron:
         result.data["crontab"] = _cron(result, home, config, install=yes)
+    if install_hooks:
+        result.data["claude_hooks"] = _hooks(result, install=yes)
     result.messages.append("next: `harness doctor` checks tokens and services")
     emit(result)
+
+
+def _hooks(result: Result, *, install: bool) -> dict[str, object]:
+    """Never edits the user's claude settings without --yes; with it, only adds ours."""
+    import json
+
+    from harness_cli.memory.hooks_install import hook_settings, merge_into, settings_path
+
+    wanted = hook_settings()
+    target = settings_path() / "settings.json"
+    if not install:
+        result.messages.append(json.dumps(wanted, indent=2))
+        result.messages.append(f"not installed: re-run with --yes to add these hooks to {target}")
+    elif merge_into(target, wanted):
+        result.changed.append(f"added the session-sync hooks to {target}")
+    else:
+        result.skipped.append(f"the session-sync hooks are already in {target}")
+    return wanted
 
 
 def _cron(result: Result, home: Path, config: Path, *, install: bool) -> str:
