@@ -12,9 +12,10 @@ import logging
 
 from harness_cli import dispatch
 from harness_cli.config import all_jira_prefixes, extract_jira_key, resolve_project
+from harness_cli.errors import ServiceError
 from harness_cli.intake import admin
 from harness_cli.intake.admin_parser import is_admin_text
-from harness_cli.intake.context import Intake
+from harness_cli.intake.context import BudgetExhausted, Intake
 from harness_cli.logs import event
 from harness_cli.ops.outbound import is_own_post
 from harness_cli.services.slack import Message
@@ -79,7 +80,7 @@ def open_ticket(ctx: Intake, channel: str, message: Message, *, trigger_kind: st
     jira = extract_jira_key(text, all_jira_prefixes(ctx.cfg.projects))
     project = resolve_project(ctx.cfg.projects, jira_key=jira, channel=channel)
     case_id = derive_case_id(jira=jira, channel=channel, ts=ts)
-    permalink = ctx.call(lambda: ctx.slack.permalink(channel, ts))
+    permalink = _permalink(ctx, channel, ts)
     opened = registry.open_case(
         ctx.cfg.harness.thresholds,
         case_id=case_id,
@@ -148,6 +149,19 @@ def reply(ctx: Intake, entry: ThreadEntry, message: Message) -> None:
         channel=entry.channel,
         thread_ts=entry.thread_ts,
     )
+
+
+def _permalink(ctx: Intake, channel: str, ts: str) -> str:
+    """A link for the operator; without one the case still opens (the ts identifies it)."""
+    try:
+        return ctx.call(lambda: ctx.slack.permalink(channel, ts))
+    except BudgetExhausted:
+        raise
+    except ServiceError as exc:
+        event(
+            log, "permalink_unavailable", logging.WARNING, channel=channel, ts=ts, error=exc.line()
+        )
+        return f"{channel}/{ts}"
 
 
 def _case_thread(case_id: str) -> ThreadEntry | None:
