@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_cli.dispatch import Payload, load_payload
-from harness_cli.errors import InputError
+from harness_cli.errors import InputError, PolicyRefused
 from harness_cli.state.locks import workflow_lock
 from harness_cli.workspace.case import validate_case_id
 
@@ -40,5 +40,18 @@ def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> In
 
 @contextmanager
 def running(inv: Invocation) -> Iterator[Invocation]:
+    """The per-(workflow, case) lock (exit 3), and the pause gate once more at start: a payload
+    dispatched by someone else's activity just before a pause must not run during it."""
+    if inv.payload is not None:
+        from harness_cli.intake import pause
+
+        kind = inv.payload.trigger.kind
+        if not pause.allow(kind, case_id=inv.case_id, detail=f"{inv.workflow} ({kind})"):
+            raise PolicyRefused(
+                f"{inv.workflow} on {inv.case_id} was triggered by {kind} and the harness is "
+                "paused",
+                hint=f"held back; after `harness resume` run `harness {inv.workflow} "
+                f"{inv.case_id}` if it is still wanted",
+            )
     with workflow_lock(inv.workflow, inv.case_id):
         yield inv

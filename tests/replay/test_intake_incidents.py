@@ -89,3 +89,39 @@ def test_the_auto_reply_that_fired_while_paused(
     data = _poll(cli)
     assert data["held_back"] == ["followup AAA-3"]
     assert payloads(tmp_path, "followup") == []
+
+
+def test_a_payload_dispatched_just_before_the_pause_does_not_run_during_it(
+    cli,
+    harness_ready: Path,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    """The same incident one step later: the dispatch happened, then the operator paused, then
+    the worker started. The worker asks the gate again and stands down (exit 4)."""
+    from harness_cli import dispatch
+
+    assert cli("case", "new", "--project", "team-a", "--title", "t", "--id", "AAA-4")[0] == 0
+    payload = dispatch.write_payload(
+        dispatch.Payload(
+            workflow="followup",
+            case_id="AAA-4",
+            case_dir=str(tmp_path),
+            trigger=dispatch.Trigger(kind="ticket_reply", user="U0CUSTOMER"),
+        )
+    )
+    cli("pause")
+    code, _, err = cli("followup", "--payload", str(payload))
+    assert code == 4 and "paused" in err
+    _, out, _ = cli("status", "--json")
+    assert json.loads(out)["data"]["held_back_total"] == 1
+    # the operator's own reply is never held
+    own = dispatch.write_payload(
+        dispatch.Payload(
+            workflow="consolidate",
+            case_id="AAA-4",
+            case_dir=str(tmp_path),
+            trigger=dispatch.Trigger(kind="operator_reply", user="U0OPERATOR"),
+        )
+    )
+    code, _, err = cli("consolidate", "--payload", str(own))
+    assert code != 4, err
