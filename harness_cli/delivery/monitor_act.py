@@ -9,7 +9,6 @@ and an event already recorded is never acted on twice.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +32,6 @@ from harness_cli.workspace.case import TRANSITIONS
 log = logging.getLogger("harness.mr_monitor")
 
 T = TypeVar("T")
-_STATUS_IN_MESSAGE = re.compile(r"^GitLab: (\d{3})\b")
 
 
 @dataclass
@@ -71,13 +69,8 @@ class MonitorCtx:
 
 
 def http_status(exc: ServiceError) -> int | None:
-    """The HTTP status behind a GitLab ServiceError (the wrapper puts it first in the
-    message; a ``status`` attribute wins when the wrapper provides one)."""
-    status = getattr(exc, "status", None)
-    if isinstance(status, int):
-        return status
-    match = _STATUS_IN_MESSAGE.match(exc.message)
-    return int(match.group(1)) if match else None
+    """The HTTP status behind a GitLab ServiceError (404: gone; 429: rate limited)."""
+    return exc.status
 
 
 class EndCycle(Exception):
