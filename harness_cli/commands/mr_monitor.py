@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import typer
@@ -59,14 +60,19 @@ def _context() -> MonitorCtx:
     from harness_cli.delivery.monitor_act import MonitorCtx
     from harness_cli.delivery.monitor_thresholds import thresholds_from
     from harness_cli.services import factory
+    from harness_cli.services.gitlab import LiveGitLab
 
     cfg = load_config()
+    thresholds = thresholds_from(cfg.harness)
+    gitlab = factory.gitlab()
+    if isinstance(gitlab, LiveGitLab):
+        gitlab.deadline = time.monotonic() + thresholds.cycle_budget_seconds
     return MonitorCtx(
         cfg=cfg,
-        gitlab=factory.gitlab(),
+        gitlab=gitlab,
         out=factory.outbound(cfg, factory.lazy_slack()),
         backend=dispatch.choose_backend(cfg.harness.dispatch),
-        thresholds=thresholds_from(cfg.harness),
+        thresholds=thresholds,
     )
 
 

@@ -9,6 +9,7 @@ benchmark (and a test) can see what one mr-monitor cycle costs.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -151,6 +152,19 @@ class LiveGitLab:
         )
         self._projects: dict[str, Any] = {}
         self.calls = 0
+        self.deadline: float | None = None
+        """``time.monotonic()`` by which a budgeted run (an mr-monitor cycle) must be done: a
+        429 whose Retry-After would outlast it ends the call at once instead of sleeping."""
+        self._gl.session.hooks["response"].append(self._over_budget)
+
+    def _over_budget(self, response: Any, *args: Any, **kwargs: Any) -> Any:
+        # python-gitlab sleeps the whole Retry-After inside one call; only a hook on the HTTP
+        # session sees the 429 before that sleep.
+        if response.status_code == 429 and self.deadline is not None:
+            wait = _retry_after(response.headers)
+            if time.monotonic() + wait > self.deadline:
+                raise _OverBudget(wait)
+        return response
 
     def whoami(self) -> str:
         self.calls += 1
@@ -302,6 +316,13 @@ class LiveGitLab:
 
         try:
             return fn()
+        except _OverBudget as exc:
+            error = ServiceError(
+                f"GitLab: 429 rate limited for {exc.wait:g} s, past this run's budget",
+                hint="the next run resumes where this one stopped",
+            )
+            error.status = 429
+            raise error from None
         except gitlab.exceptions.GitlabAuthenticationError:
             raise ServiceError(
                 "GitLab rejected GITLAB_TOKEN (401)", hint="issue a new token with the api scope"
@@ -312,3 +333,24 @@ class LiveGitLab:
             raise error from None
         except OSError as exc:
             raise ServiceError(f"GitLab unreachable: {exc}", hint="check GITLAB_URL") from None
+
+
+class _OverBudget(Exception):
+    def __init__(self, wait: float) -> None:
+        super().__init__(f"Retry-After {wait:g} s")
+        self.wait = wait
+
+
+def _retry_after(headers: Any) -> float:
+    """Seconds GitLab asks to wait: Retry-After, else RateLimit-Reset (a unix time)."""
+    value = headers.get("Retry-After")
+    if value:
+        try:
+            return float(value)
+        except ValueError:
+            return 0.0
+    reset = headers.get("RateLimit-Reset")
+    try:
+        return max(0.0, float(reset) - time.time()) if reset else 0.0
+    except ValueError:
+        return 0.0

@@ -370,6 +370,35 @@ def test_429_storm_mid_cycle_loses_nothing_and_duplicates_nothing(world: World) 
     assert sorted(p["args"]["mr"] for p in reviews) == sorted(f"{PATH}!{i}" for i in iids)
 
 
+def test_a_retry_after_past_the_cycle_budget_ends_the_cycle_without_sleeping(
+    world: World,
+) -> None:
+    import time
+
+    from harness_cli.sandbox.httpbase import Fault
+
+    iid = world.open_mr("harness/AAA-1", result="success")
+    world.cycle()
+    world.note(iid, "a comment during the storm")
+    world.emu.add_fault(
+        Fault(
+            kind="status",
+            status=429,
+            match=f"/merge_requests/{iid}/discussions",
+            headers={"Retry-After": "600"},
+            times=1,
+        )
+    )
+    started = time.monotonic()
+    first = world.cycle()
+    assert time.monotonic() - started < 30  # not the 600 s GitLab asked for
+    assert "rate limited" in first["ended_early"] and first["dispatched"] == []
+    limited = world.emu.recorded(f"/merge_requests/{iid}/discussions")
+    assert [r.status for r in limited].count(429) == 1  # no retry storm either
+    second = world.cycle()
+    assert second["dispatched"] == [f"dev-agent address_review {PATH}!{iid}"]
+
+
 def test_unchanged_mrs_cost_no_calls_beyond_the_listing(world: World) -> None:
     iids = [world.open_mr(f"harness/AAA-1-{n}", result="success") for n in range(4)]
     world.cycle()
