@@ -23,8 +23,7 @@ from typing import Any
 from harness_cli.agents.runtime import RunRequest, Runtime
 from harness_cli.config import Config
 from harness_cli.delivery import acceptance, mr, push, worktrees
-from harness_cli.delivery.commit import commit_all, head_sha
-from harness_cli.delivery.style import lint_commit_message
+from harness_cli.delivery.commit import commit_all, head_sha, styled_message
 from harness_cli.errors import InputError, PolicyRefused, ServiceError
 from harness_cli.investigation.gates import evaluate_text
 from harness_cli.investigation.gates.a_gates import pinned_block
@@ -289,21 +288,11 @@ def _change_push_and_mr(
 
 
 def _commit_with_style(work: Work, wt: worktrees.Worktree, meta: dict[str, Any]) -> None:
-    message = str(meta.get("commit_message") or "")
-    for _ in range(STYLE_RETRIES + 1):
-        violations = lint_commit_message(message) if message else []
-        if message and not violations:
-            break
-        problems = "; ".join(v.message for v in violations) or "no commit_message was given"
-        work.notes = [f"[STYLE] the commit message was sent back: {problems}"]
-        meta.update(_resend(work, wt, "commit message"))
-        message = str(meta.get("commit_message") or "")
-    else:
-        raise PolicyRefused(
-            "the commit message kept breaking the style SOP",
-            hint="nothing was committed or pushed; see the case thread",
-        )
-    commit_all(wt.path, message)
+    def resend(notes: list[str]) -> dict[str, Any]:
+        work.notes = notes
+        return _resend(work, wt, "commit message")
+
+    commit_all(wt.path, styled_message(meta, resend, STYLE_RETRIES))
 
 
 def _submit(

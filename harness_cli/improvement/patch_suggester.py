@@ -23,8 +23,7 @@ from typing import Any
 from harness_cli.agents.runtime import RunRequest, Runtime
 from harness_cli.config import Config
 from harness_cli.delivery import acceptance, mr, push, worktrees
-from harness_cli.delivery.commit import commit_all, head_sha
-from harness_cli.delivery.style import lint_commit_message
+from harness_cli.delivery.commit import commit_all, head_sha, styled_message
 from harness_cli.errors import PolicyRefused, ServiceError
 from harness_cli.improvement.gap_patterns import ClusterRecord
 from harness_cli.improvement.gap_reports import GapReport
@@ -249,20 +248,12 @@ def _commit(
 ) -> None:
     """The harness's commit of this round: the agent's own commits are squashed into it, under
     a message that passed the style linter."""
-    message = str(meta.get("commit_message") or "")
-    for _ in range(STYLE_RETRIES + 1):
-        violations = lint_commit_message(message) if message else []
-        if message and not violations:
-            break
-        problems = "; ".join(v.message for v in violations) or "no commit_message was given"
-        job.notes = [f"[STYLE] the commit message was sent back: {problems}"]
-        meta.update(_resend(job, wt, "commit message", style))
-        message = str(meta.get("commit_message") or "")
-    else:
-        raise PolicyRefused(
-            "the commit message kept breaking the style SOP",
-            hint="nothing was committed or pushed",
-        )
+
+    def resend(notes: list[str]) -> dict[str, Any]:
+        job.notes = notes
+        return _resend(job, wt, "commit message", style)
+
+    message = styled_message(meta, resend, STYLE_RETRIES)
     if head_sha(wt.path) != start:
         wt.git().run("reset", "-q", "--soft", start)
     commit_all(wt.path, message)
