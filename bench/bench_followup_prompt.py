@@ -13,15 +13,11 @@ the same every turn) and the whole request body. Goal: turn 30 ≤ 2× turn 2 wi
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +25,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness_cli.cli import run  # noqa: E402
+from _inprocess import environment, harness  # noqa: E402
+
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator  # noqa: E402
 from harness_cli.sandbox.model_script import RequestView  # noqa: E402
 from harness_cli.sandbox.slack_api import SlackEmulator  # noqa: E402
@@ -66,29 +63,6 @@ def conversation(n: int = REPLIES) -> list[str]:
             text += f" FYI the hotfix branch is at {0x3F2A9C1 + i:07x}."
         out.append(text)
     return out
-
-
-@contextmanager
-def environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, old in saved.items():
-            if old is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = old
-
-
-def harness(*argv: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = run(list(argv))
-    if code != 0:
-        raise SystemExit(f"harness {' '.join(argv)} exited {code}: {out.getvalue()}")
-    return out.getvalue()
 
 
 def seed_case(root: Path, slack: SlackEmulator) -> str:

@@ -14,15 +14,11 @@ few hundred bytes), to see the figure with a production-sized SOP and knowledge 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +27,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness_cli.cli import run  # noqa: E402
+from _inprocess import environment, harness  # noqa: E402
+
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator  # noqa: E402
 
 ITERATIONS = 20
@@ -41,29 +38,6 @@ TICKET = (
     "10 units on, and an order of 10 × 5.00 is charged 50.00 instead of 45.00. (AAA-101)"
 )
 KB_KIB = int(os.environ.get("BENCH_KB_KB", "0"))
-
-
-@contextmanager
-def environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, old in saved.items():
-            if old is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = old
-
-
-def harness(*argv: str) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = run(list(argv))
-    if code != 0:
-        raise SystemExit(f"harness {' '.join(argv)} exited {code}: {out.getvalue()}")
-    return out.getvalue()
 
 
 def one_run(cache: bool) -> list[dict[str, int]]:

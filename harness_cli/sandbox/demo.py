@@ -13,14 +13,13 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness_cli.cli import COMMANDS, run
-from harness_cli.sandbox.runner import Sandbox
+from harness_cli.sandbox.runner import Sandbox, environment
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
 
 TICKET_KEY = "AAA-101"
@@ -216,20 +215,6 @@ STEPS: tuple[Step, ...] = (
 )
 
 
-@contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, old in saved.items():
-            if old is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = old
-
-
 def _seed_config(root: Path) -> Path:
     """The shipped example agent-config/ (it names the sandbox's channel, users and project)."""
     target = root / "agent-config"
@@ -280,7 +265,7 @@ def run_demo(
         }
         ticket = f"{SAMPLE_TICKET} ({TICKET_KEY})"
         (root / "ticket.txt").write_text(ticket + "\n", encoding="utf-8")
-        with _environment(env):
+        with environment(env):
             ctx.ticket_ts = str(box.slack.post_as(SUPPORT, CUSTOMER, ticket)["ts"])
             for step in STEPS:
                 result = _run_step(step, ctx, report)

@@ -8,7 +8,10 @@ the harness knows it is talking to an emulator.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,6 +142,22 @@ class Sandbox:
     def write_state(self, path: Path) -> Path:
         atomic_write_json(path, self.state())
         return path
+
+
+@contextmanager
+def environment(values: dict[str, str]) -> Iterator[None]:
+    """Point this process at the sandbox (the demo and the benchmarks run the CLI in-process);
+    the previous values come back afterwards."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
 
 
 def scenario(name: str) -> Scenario:
