@@ -107,10 +107,6 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
             write_retrospective(ctx.cfg, case_id, reason="admin close-case")
         return f"{case_id} {'closed' if moved else 'was already closed'}"
     if verb == "gap-patterns":
-        from harness_cli.cli import COMMANDS
-
-        if COMMANDS["gap-patterns"].module is None:
-            return "gap-patterns is not built yet"
         dispatch.spawn(["gap-patterns"], backend=ctx.backend)
         return "gap-patterns started"
     raise AdminUsage(f"unknown admin command {verb!r}")  # the parser admits nothing else
