@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness_cli import paths
+from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.delivery.monitor_thresholds import MonitorThresholds
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError
@@ -94,6 +95,8 @@ class HarnessConfig(_Human):
     """followup, the gap analyzer and consolidation (the 50 % output-size guard …)."""
     improvement: ImprovementThresholds = Field(default_factory=ImprovementThresholds)
     """finalize's filters and the harness's own repo; kb-update's 10 / 3 / 6."""
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    """The box the agents' commands run in (bubblewrap); fail closed unless opted out."""
 
     @property
     def allowlist(self) -> list[str]:
@@ -116,6 +119,13 @@ class Project(_Human):
     (fail-closed acceptance); the agent cannot declare its own success."""
     auto_monitor: bool | None = None
     """Per-project override of harness.yaml's ``auto_monitor``."""
+    agent_network: list[str] = Field(default_factory=list)
+    """Domains the agent's commands may reach while working on this project's code (e.g.
+    ``pypi.org``); empty: no network. The claude CLI's sandbox filters by domain; the
+    harness's own tool loop can only open the whole network, which any entry does."""
+    evidence_paths: list[str] = Field(default_factory=list)
+    """Folders the investigator may read (read-only) besides its case folder: logs, a local
+    checkout of the project's repos. ``~`` is expanded; outside them everything is refused."""
 
 
 class ProjectsConfig(_Human):

@@ -11,6 +11,7 @@ is refused before it runs. The stable prompt prefix and the conversation so far 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import paths
-from harness_cli.agents import guard, tools
+from harness_cli.agents import guard, policy, sandbox, tools
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -96,12 +97,14 @@ class AnthropicRuntime:
         tool_table: Mapping[str, tools.ToolContract] | None = None,
         sessions_dir: Path | None = None,
         prompt_cache: bool | None = None,
+        sandbox_settings: sandbox.SandboxSettings | None = None,
     ) -> None:
         """``client_factory`` builds a fresh ``anthropic.Anthropic`` per run (default: from the
         environment, ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``), closed when the run ends;
         ``tool_table`` replaces ``tools.TOOLS``;
         transcripts go to ``sessions_dir`` (default ``$HARNESS_HOME/sessions``);
-        ``prompt_cache`` marks breakpoints (default: on unless ``HARNESS_PROMPT_CACHE=0``)."""
+        ``prompt_cache`` marks breakpoints (default: on unless ``HARNESS_PROMPT_CACHE=0``);
+        ``sandbox_settings``: harness.yaml's ``sandbox:`` (Bash runs in bubblewrap)."""
         self.model = model
         self.max_tokens = max_tokens
         self.client_factory = client_factory or _default_client
@@ -110,12 +113,33 @@ class AnthropicRuntime:
         if prompt_cache is None:
             prompt_cache = os.environ.get(PROMPT_CACHE_ENV, "1") != "0"
         self.prompt_cache = prompt_cache
+        self.sandbox = sandbox_settings or sandbox.SandboxSettings()
 
     def run(self, req: RunRequest) -> RunResult:
-        return guard.guarded(req, lambda: self._run(req))
+        offered = {
+            n: c for n, c in self.tool_table.items() if n not in policy.disallowed_tools(req)
+        }
+        boxed = "Bash" in offered and sandbox.required_box(self.name, self.sandbox, req.role)
+        with sandbox.scratch() as folder:
+            home = folder / "home"
+            box = None
+            if boxed:
+                box = sandbox.view_for(
+                    req.workdir,
+                    [req.allowed_root],
+                    policy.readable_roots(req),
+                    home,
+                    network=bool(req.network),
+                    extra_toolchain=self.sandbox.toolchain,
+                )
+            readable = policy.readable_roots(req)
+            ctx = tools.ToolContext(req.workdir, req.allowed_root, 0.0, readable, box, home)
+            return guard.guarded(req, lambda: self._run(req, offered, ctx))
 
     # -- the loop ---------------------------------------------------------------------------
-    def _run(self, req: RunRequest) -> RunResult:
+    def _run(
+        self, req: RunRequest, offered: dict[str, tools.ToolContract], ctx: tools.ToolContext
+    ) -> RunResult:
         session_id = req.session_id or str(uuid.uuid4())
         if not SESSION_ID.match(session_id):
             raise ConfigError(f"session id {session_id!r} is not a plain name")
@@ -125,11 +149,10 @@ class AnthropicRuntime:
             messages[-1]["content"].append(prompt)
         else:
             messages.append({"role": "user", "content": [prompt]})
-        offered = {n: c for n, c in self.tool_table.items() if n not in req.disallowed_tools}
         if req.mcp_config is not None:
             event(log, "mcp_config_ignored", logging.WARNING, path=str(req.mcp_config))
         budget = _Budget(req.max_turns, time.monotonic() + req.timeout_s)
-        ctx = tools.ToolContext(req.workdir, req.allowed_root, budget.deadline)
+        ctx = dataclasses.replace(ctx, deadline=budget.deadline)
         result = RunResult(text="", stop="end_turn", session_id=session_id)
         client = self.client_factory()
         req.emit("init", session_id=session_id, model=self.model, tools=list(offered))

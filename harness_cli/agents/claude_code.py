@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from harness_cli.agents import guard
+from harness_cli.agents import guard, policy, sandbox
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -36,6 +36,10 @@ from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
 STDERR_KEEP = 4000
 ALWAYS_ENV = {"DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 """Without the second the CLI makes a title side call and tries the public API host."""
+PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+KEY_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+"""Never in the CLI's environment (its Bash and ``/proc/<pid>/environ`` would show them): the
+key reaches it through ``apiKeyHelper``, a file only the CLI itself reads."""
 
 
 class ClaudeCodeRuntime:
@@ -47,12 +51,14 @@ class ClaudeCodeRuntime:
         model: str | None = None,
         binary: Path | None = None,
         env: Mapping[str, str] | None = None,
+        sandbox_settings: sandbox.SandboxSettings | None = None,
     ) -> None:
-        """``binary`` defaults to ``find_claude()``; ``env`` is added to the inherited
-        environment (which carries ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY)."""
+        """``binary`` defaults to ``find_claude()``; ``env`` is added to the CLI's own small
+        environment (``environment()``); ``sandbox_settings``: harness.yaml's ``sandbox:``."""
         self.model = model
         self.binary = binary
         self.env = dict(env or {})
+        self.sandbox = sandbox_settings or sandbox.SandboxSettings()
 
     def run(self, req: RunRequest) -> RunResult:
         binary = self.binary or find_claude()
@@ -61,19 +67,51 @@ class ClaudeCodeRuntime:
                 "the claude CLI is not installed",
                 hint=f"run `make claude-cli` (pins {PINNED_VERSION}) or set HARNESS_CLAUDE_BIN",
             )
-        return guard.guarded(req, lambda: self._run(binary, req))
+        boxed = policy.shell_allowed(req) and sandbox.required_box(
+            self.name, self.sandbox, req.role
+        )
+        with sandbox.scratch() as folder:
+            settings = self._settings(req, folder, boxed)
+            return guard.guarded(req, lambda: self._run(binary, req, folder, settings))
 
-    def command(self, binary: Path, req: RunRequest) -> list[str]:
+    def _settings(self, req: RunRequest, folder: Path, boxed: bool) -> Path:
+        """The run's ``--settings`` file: the Bash sandbox (for a run with a shell) and the
+        ``apiKeyHelper`` reading the key from a file in the run's private folder."""
+        key = next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), None)
+        helper = None
+        if key:
+            key_file = folder / "key"
+            key_file.write_text(key, encoding="utf-8")
+            key_file.chmod(0o600)
+            helper = f"cat {key_file}"
+        data: dict[str, Any] = {"apiKeyHelper": helper} if helper else {}
+        if boxed:
+            view = sandbox.view_for(
+                req.workdir,
+                [req.allowed_root],
+                policy.readable_roots(req),
+                folder / "home",
+                extra_toolchain=self.sandbox.toolchain,
+            )
+            data = sandbox.claude_settings(view, req.network, helper)
+        path = folder / "settings.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return path
+
+    def command(self, binary: Path, req: RunRequest, *, settings: Path | None = None) -> list[str]:
         # The prompt goes right after -p: the variadic options below would swallow it.
         args = [str(binary), "-p", req.role_prompt(), "--output-format", "stream-json"]
-        args += ["--verbose", *self.permissions(req)]
+        args += ["--verbose", *self.permissions(req, settings)]
         args += ["--max-turns", str(req.max_turns)]
-        if req.disallowed_tools:
-            args += ["--disallowedTools", ",".join(req.disallowed_tools)]
+        denied = [*policy.disallowed_tools(req), *self.deny_rules(req, settings)]
+        if denied:
+            args += ["--disallowedTools", ",".join(denied)]
         # The CLI places and caches its own system prompt: the stable blocks go in front of ours.
         appended = "\n\n".join(b for b in (*req.cache_prefix, req.system) if b)
         if appended:
             args += ["--append-system-prompt", appended]
+        # Only the MCP servers the harness names: none from the user's or the repo's config.
+        args += ["--strict-mcp-config"]
         if req.mcp_config is not None:
             args += ["--mcp-config", str(req.mcp_config)]
         if req.session_id and req.resume:
@@ -85,33 +123,76 @@ class ClaudeCodeRuntime:
         return args
 
     @staticmethod
-    def permissions(req: RunRequest) -> list[str]:
-        """A run without Bash (investigations, reviews) gets ``acceptEdits``: the CLI then writes
-        only inside its working directory and refuses the rest, so a Write into a sibling case
-        never lands (the post-run guard cannot revert it: another run may own that folder).
-        Reads stay free. A run with Bash (the dev-agent, inside its own worktree) needs
-        ``bypassPermissions``; the worktree and the guard are its boundary."""
-        if "Bash" in req.disallowed_tools:
-            return [
-                "--permission-mode",
-                "acceptEdits",
-                "--allowedTools",
-                ",".join(("Read", "Glob", "Grep", *_mcp_servers(req.mcp_config))),
-            ]
-        return ["--permission-mode", "bypassPermissions"]
+    def permissions(req: RunRequest, settings: Path | None = None) -> list[str]:
+        """Every run gets ``acceptEdits``: the CLI edits only inside its working directory
+        and refuses the rest, so a Write into a sibling case never lands (the post-run guard
+        cannot revert it: another run may own that folder). It reads only its working
+        directory and the ``--add-dir`` folders (the role's ``read_roots``, made read-only by
+        deny rules); the folders outside every role are denied outright, a deny rule winning
+        over anything the user's settings allow. The shell, where the role has one, runs in the
+        CLI's sandbox (``settings``); no project or local settings from the worktree load."""
+        allowed = [*(["Bash"] if policy.shell_allowed(req) else [])]
+        allowed += [f"mcp__{name}" for name in policy.mcp_servers(req.mcp_config)]
+        args = ["--permission-mode", "acceptEdits", "--setting-sources", "user"]
+        if allowed:
+            args += ["--allowedTools", ",".join(allowed)]
+        own = policy.readable_roots(req)
+        extra = [r for r in own if r != Path(os.path.realpath(req.workdir))]
+        if extra:
+            args += ["--add-dir", *map(str, extra)]
+        if settings is not None:
+            args += ["--settings", str(settings)]
+        return args
+
+    @staticmethod
+    def deny_rules(req: RunRequest, settings: Path | None = None) -> list[str]:
+        """Read-only ``read_roots``, the folders outside every role, the run's private folder
+        (the key file): permission rules the CLI applies to its tools and its sandbox alike."""
+        own = policy.readable_roots(req)
+        extra = [r for r in own if r != Path(os.path.realpath(req.workdir))]
+        writable = Path(os.path.realpath(req.allowed_root))
+        deny = [
+            f"{tool}({_rule_path(r)}/**)"
+            for r in extra
+            if not r.is_relative_to(writable)
+            for tool in ("Edit", "Write")
+        ]
+        deny += [
+            f"Read({_rule_path(f)}/**)"
+            for f in policy.forbidden_roots()
+            if not any(r.is_relative_to(f) or f.is_relative_to(r) for r in own)
+        ]
+        if settings is not None:
+            deny.append(f"Read({_rule_path(settings.parent)}/key)")
+        return deny
 
     def environment(self) -> dict[str, str]:
-        env = {**os.environ, **self.env, **ALWAYS_ENV}
+        """The CLI's whole environment: no token of the harness's (they stay in this process),
+        the model key neither (``apiKeyHelper``); its config and transcripts where the
+        operator's are (``CLAUDE_CONFIG_DIR``), its HOME the run's scratch folder."""
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        env.update(
+            {
+                k: v
+                for k, v in os.environ.items()
+                if k.startswith(("ANTHROPIC_", "CLAUDE_CODE_")) and k not in KEY_ENV
+            }
+        )
+        env["CLAUDE_CONFIG_DIR"] = os.environ.get("CLAUDE_CONFIG_DIR") or str(
+            Path.home() / ".claude"
+        )
+        env.update({**self.env, **ALWAYS_ENV})
         if os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"  # bypassPermissions is refused to root without it
         return env
 
-    def _run(self, binary: Path, req: RunRequest) -> RunResult:
+    def _run(self, binary: Path, req: RunRequest, folder: Path, settings: Path) -> RunResult:
         stream = _Stream(req, self.model)
+        env = {**self.environment(), "HOME": str(folder / "home"), "TMPDIR": "/tmp"}
         proc = subprocess.Popen(
-            self.command(binary, req),
+            self.command(binary, req, settings=settings),
             cwd=req.workdir,
-            env=self.environment(),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -269,15 +350,6 @@ class _Stream:
         return result
 
 
-def _mcp_servers(config: Path | None) -> list[str]:
-    """``mcp__<server>`` for every configured server: its tools stay usable under acceptEdits
-    (the disallowed Slack write tools are still denied: a deny rule wins)."""
-    if config is None:
-        return []
-    import json
-
-    try:
-        servers = json.loads(config.read_text()).get("mcpServers", {})
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [f"mcp__{name}" for name in servers]
+def _rule_path(path: Path) -> str:
+    """A permission rule's absolute path: ``//`` then the path without its leading slash."""
+    return "//" + str(path).lstrip("/")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from harness_cli.agents.runtime import Runtime
+from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.errors import ConfigError
 
 RUNTIMES = ("claude-code", "anthropic")
@@ -15,18 +16,24 @@ def runtime_name(configured: str | None = None) -> str:
     return os.environ.get("HARNESS_RUNTIME") or configured or "claude-code"
 
 
-def build_runtime(name: str | None = None, *, model: str | None = None) -> Runtime:
+def build_runtime(
+    name: str | None = None,
+    *,
+    model: str | None = None,
+    sandbox: SandboxSettings | None = None,
+) -> Runtime:
     """The runtime called ``name`` (default: ``runtime_name()``). Neither the claude binary
-    nor the anthropic SDK is touched here: each is looked up or imported when a run starts."""
+    nor the anthropic SDK is touched here: each is looked up or imported when a run starts.
+    ``sandbox``: harness.yaml's ``sandbox:`` (default: required)."""
     chosen = name or runtime_name()
     if chosen == "claude-code":
         from harness_cli.agents.claude_code import ClaudeCodeRuntime
 
-        return ClaudeCodeRuntime(model=model)
+        return ClaudeCodeRuntime(model=model, sandbox_settings=sandbox)
     if chosen == "anthropic":
         from harness_cli.agents.anthropic_loop import DEFAULT_MODEL, AnthropicRuntime
 
-        return AnthropicRuntime(model=model or DEFAULT_MODEL)
+        return AnthropicRuntime(model=model or DEFAULT_MODEL, sandbox_settings=sandbox)
     raise ConfigError(
         f"unknown runtime {chosen!r}",
         hint=f"set HARNESS_RUNTIME or harness.yaml `runtime` to one of: {', '.join(RUNTIMES)}",

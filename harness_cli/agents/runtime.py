@@ -93,6 +93,12 @@ class RunRequest:
     """The run's cwd (case dir or worktree)."""
     allowed_root: Path
     """Writes outside it are refused (anthropic) and reverted (both, by the guard)."""
+    read_roots: tuple[Path, ...] = ()
+    """Paths besides workdir this run may read; everything else is refused (both runtimes:
+    the tools' path checks, the claude CLI's permissions, the shell's sandbox)."""
+    network: tuple[str, ...] = ()
+    """Domains the agent's shell commands may reach (the project's ``agent_network``); empty:
+    no network at all. The harness's own loop can only open all of it or none."""
     system: str = ""
     """Appended to the runtime's system prompt (claude: ``--append-system-prompt``)."""
     disallowed_tools: tuple[str, ...] = ()

@@ -5,12 +5,13 @@ The model proposes a call; the contract — not the model — decides whether an
 =====  ===========  ==========  =======  ==============================================
 tool   effect       retry-safe  timeout  path rule
 =====  ===========  ==========  =======  ==============================================
-Read   read-only    yes         30 s     anywhere (regular files only)
-Glob   read-only    yes         60 s     anywhere
-Grep   read-only    yes         60 s     anywhere
+Read   read-only    yes         30 s     inside the run's readable roots (regular files)
+Glob   read-only    yes         60 s     inside the readable roots
+Grep   read-only    yes         60 s     inside the readable roots
 Write  writes-file  no          30 s     inside allowed_root, never message.json
 Edit   writes-file  no          30 s     inside allowed_root, never message.json
-Bash   external     no          600 s    unchecked before; the guard reverts after
+Bash   external     no          600 s    in the sandbox (``agents/sandbox.py``); the guard
+                                         reverts what changed outside allowed_root after
 =====  ===========  ==========  =======  ==============================================
 
 Read-only calls of one turn may run concurrently; the rest run one at a time, in order. A
@@ -32,7 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from harness_cli.agents import sandbox
 from harness_cli.agents.guard import SKIP_DIRS, is_pinned
+from harness_cli.agents.policy import is_readable
 
 Effect = Literal["read-only", "writes-file", "external"]
 
@@ -44,7 +47,6 @@ BASH_DEFAULT_MS = 120_000
 GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
 TOOLS_TIMEOUT_CAP_S = 600.0
 _TRANSIENT = {errno.EAGAIN, errno.EINTR, errno.EBUSY, errno.ETIMEDOUT, errno.EIO}
-_SECRET_ENV = re.compile(r"TOKEN|SECRET|PASSWORD|API_KEY|PRIVATE_KEY", re.IGNORECASE)
 
 
 class ToolFailure(Exception):
@@ -57,6 +59,12 @@ class ToolContext:
     allowed_root: Path
     deadline: float
     """``time.monotonic()`` value at which the run's wall clock ends."""
+    readable: tuple[Path, ...] = ()
+    """Where Read, Glob and Grep may look (``policy.readable_roots``); nowhere else."""
+    box: sandbox.View | None = None
+    """The sandbox Bash runs in; None only when the operator opted out of it."""
+    home: Path = Path("/nonexistent")
+    """The agent's scratch HOME."""
 
     def remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
@@ -126,6 +134,14 @@ def _path(raw: str, ctx: ToolContext) -> Path:
     return path if path.is_absolute() else ctx.workdir / path
 
 
+def read_target(raw: str, ctx: ToolContext) -> Path:
+    """The path a read may look at, or a refusal (#21 p1: the role's roots, nothing else)."""
+    path = _path(raw, ctx)
+    if not is_readable(path, ctx.readable):
+        raise ToolFailure(f"refused: {raw} is outside the folders this run may read")
+    return path
+
+
 def write_target(raw: str, ctx: ToolContext) -> Path:
     """The real file a write would change — symlinks and ``..`` resolved — or a refusal."""
     target = Path(os.path.realpath(_path(raw, ctx)))
@@ -141,7 +157,7 @@ def write_target(raw: str, ctx: ToolContext) -> Path:
 
 
 def _read(ctx: ToolContext, args: dict[str, Any]) -> str:
-    path = _path(args["file_path"], ctx)
+    path = read_target(args["file_path"], ctx)
     if not path.exists():
         raise ToolFailure(f"File does not exist: {path}")
     if not path.is_file():
@@ -161,11 +177,13 @@ def _read(ctx: ToolContext, args: dict[str, Any]) -> str:
 
 
 def _glob(ctx: ToolContext, args: dict[str, Any]) -> str:
-    base = _path(args.get("path") or str(ctx.workdir), ctx)
+    base = read_target(args.get("path") or str(ctx.workdir), ctx)
     found = [
         p
         for p in base.glob(args["pattern"])
-        if p.is_file() and not SKIP_DIRS.intersection(p.relative_to(base).parts)
+        if p.is_file()
+        and not SKIP_DIRS.intersection(p.relative_to(base).parts)
+        and is_readable(p, ctx.readable)
     ]
     found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     if not found:
@@ -179,12 +197,14 @@ def _grep(ctx: ToolContext, args: dict[str, Any]) -> str:
         regex = re.compile(args["pattern"])
     except re.error as exc:
         raise ToolFailure(f"invalid regular expression: {exc}") from None
-    base = _path(args.get("path") or str(ctx.workdir), ctx)
+    base = read_target(args.get("path") or str(ctx.workdir), ctx)
     pattern = args.get("glob")
     content = args.get("output_mode") == "content"
     out: list[str] = []
     for file in [base] if base.is_file() else _files(base):
         if pattern and not fnmatch.fnmatch(file.name, pattern):
+            continue
+        if not is_readable(file, ctx.readable):  # a symlink out of the roots
             continue
         try:
             if file.stat().st_size > GREP_MAX_FILE_BYTES:
@@ -253,11 +273,13 @@ def _edit(ctx: ToolContext, args: dict[str, Any]) -> str:
 def _bash(ctx: ToolContext, args: dict[str, Any]) -> str:
     asked = int(args.get("timeout", BASH_DEFAULT_MS)) / 1000
     limit = max(0.1, min(asked, TOOLS_TIMEOUT_CAP_S, ctx.remaining()))
-    env = {k: v for k, v in os.environ.items() if not _SECRET_ENV.search(k)}
+    argv = ["bash", "-c", args["command"]]
+    if ctx.box is not None:
+        argv = sandbox.bwrap_argv(ctx.box, argv)
     proc = subprocess.Popen(
-        ["bash", "-c", args["command"]],
+        argv,
         cwd=ctx.workdir,
-        env=env,
+        env=sandbox.agent_env(ctx.home),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -77,6 +77,10 @@ def emu(
     return server
 
 
+ROLE = "[harness-role: {}] go"
+"""A prompt naming the script's role while the request's role (and so its policy) is another."""
+
+
 def request(case: Path, role: str, **overrides: Any) -> RunRequest:
     fields: dict[str, Any] = {"prompt": "go", "workdir": case, "allowed_root": case}
     return RunRequest(role=role, **{**fields, **overrides})
@@ -125,33 +129,35 @@ def test_disallowed_tools_are_not_offered(runtime: str, emu: AnthropicEmulator, 
     offered = offered_tools(emu)
     assert offered and all("Bash" not in names and "Read" in names for names in offered)
 
-    emu.reset()
+    emu.reset()  # the control: a role with a shell (agents/policy.py) is offered Bash
+    control = request(case, "dev-agent", prompt=ROLE.format("rt-loop"), max_turns=1)
+    build_runtime(runtime).run(control)
+    assert all("Bash" in names for names in offered_tools(emu))
+
+    emu.reset()  # a role the policy does not know gets no shell (fail closed)
     build_runtime(runtime).run(request(case, "rt-loop", max_turns=1))
-    assert all("Bash" in names for names in offered_tools(emu))  # the control: offered by default
+    assert offered_tools(emu) and all("Bash" not in n for n in offered_tools(emu))
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
-def test_guard_reverts_changes_outside_the_allowed_root(
+def test_writes_outside_the_allowed_root_are_refused_by_the_tools_and_the_sandbox(
     runtime: str, emu: AnthropicEmulator, case: Path
 ) -> None:
     sibling = case.parent / "sibling"
-    result = build_runtime(runtime).run(request(case, "rt-outside", protect=(sibling,)))
+    result = build_runtime(runtime).run(
+        request(case, "dev-agent", prompt=ROLE.format("rt-outside"), protect=(sibling,))
+    )
 
     assert result.stop == "end_turn", result.error
     assert (sibling / "keep.txt").read_text() == "original\n"
     assert not (sibling / "stray.txt").exists() and not (sibling / "newdir").exists()
     assert (case / "message.json").read_text() == MESSAGE
     assert stat.S_IMODE((case / "message.json").stat().st_mode) == 0o444
-    expected = {str(sibling / "keep.txt"), f"{sibling / 'newdir'}/", str(case / "message.json")}
-    assert expected <= set(result.reverted)
+    assert result.reverted == []  # nothing got out for the guard to put back
     bash = [e for e in result.tool_events if e.name == "Bash"]
-    assert len(bash) == 1 and not bash[0].is_error  # the tampering really ran
+    assert len(bash) == 1 and bash[0].is_error  # the sandbox: the sibling is not even there
     rules = [c.rule for c in emu.calls if c.tools_present]
-    if runtime == "claude-code":  # the CLI let the Write through; only the guard undid it
-        assert str(sibling / "stray.txt") in result.reverted
-        assert rules[1] == "tamper through Bash (the write went through)"
-    else:
-        assert rules[1] == "tamper through Bash (the write was refused)"
+    assert rules[1] == "tamper through Bash (the write was refused)"  # both refuse the Write
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
@@ -197,7 +203,9 @@ def test_a_run_over_its_wall_clock_is_killed(
 
 def test_a_write_outside_is_refused_before_it_runs(emu: AnthropicEmulator, case: Path) -> None:
     sibling = case.parent / "sibling"
-    result = AnthropicRuntime().run(request(case, "rt-outside"))  # nothing protected
+    result = AnthropicRuntime().run(
+        request(case, "dev-agent", prompt=ROLE.format("rt-outside"))  # nothing protected
+    )
 
     assert not (sibling / "stray.txt").exists()
     write = result.tool_events[0]
@@ -205,8 +213,8 @@ def test_a_write_outside_is_refused_before_it_runs(emu: AnthropicEmulator, case:
     second = emu.recorded("/v1/messages")[1].json_body()
     (answer,) = second["messages"][-1]["content"]
     assert answer["type"] == "tool_result" and answer["is_error"] is True
-    assert (sibling / "keep.txt").read_text() == "tampered"  # unprotected: Bash got through
-    assert (case / "message.json").read_text() == MESSAGE  # …but message.json is always kept
+    assert (sibling / "keep.txt").read_text() == "original\n"  # unprotected, but out of the box
+    assert (case / "message.json").read_text() == MESSAGE
 
 
 def _timed(

@@ -36,7 +36,13 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ctx(root: Path) -> tools.ToolContext:
-    return tools.ToolContext(root, root, time.monotonic() + 60)
+    """The tools as a dev-agent run gets them: its folder readable, Bash in the sandbox."""
+    from harness_cli.agents import sandbox
+
+    home = root.parent / "agent-home"
+    home.mkdir(exist_ok=True)
+    box = sandbox.view_for(root, [root], [], home)
+    return tools.ToolContext(root, root, time.monotonic() + 60, (root.resolve(),), box, home)
 
 
 def call(ctx: tools.ToolContext, name: str, **args: Any) -> str:
@@ -184,7 +190,8 @@ def test_bash_reports_failures_and_hides_secrets(
     monkeypatch.setenv("GITLAB_TOKEN", "glpat-secretsecret")
     monkeypatch.setenv("HARNESS_VISIBLE", "yes")
     out = call(ctx, "Bash", command="env")
-    assert "HARNESS_VISIBLE=yes" in out and "glpat-secretsecret" not in out
+    assert f"HOME={ctx.home}" in out  # a scratch HOME, and none of the harness's variables
+    assert "HARNESS_VISIBLE" not in out and "glpat-secretsecret" not in out
     assert call(ctx, "Bash", command="pwd").strip() == str(ctx.workdir)
     with pytest.raises(tools.ToolFailure, match="Exit code 3"):
         call(ctx, "Bash", command="echo oops; exit 3")
@@ -352,11 +359,16 @@ def test_the_claude_command_line(root: Path) -> None:
     assert args[:3] == ["/bin/claude", "-p", "[harness-role: investigator] look"]
     flags = dict(zip(args[3::2], args[4::2], strict=False))
     assert flags["--output-format"] == "stream-json" and "--verbose" in args
-    # without Bash the CLI may only edit inside its folder (acceptEdits); reads stay allowed
+    # every run edits only inside its folder (acceptEdits) and reads only its roots: no
+    # blanket Read allow, the shell and the Slack writes denied by the one policy
     assert args[args.index("--permission-mode") + 1] == "acceptEdits"
-    assert args[args.index("--allowedTools") + 1] == "Read,Glob,Grep"
+    assert "--allowedTools" not in args and "Read" not in args
+    assert args[args.index("--setting-sources") + 1] == "user"
+    assert "--strict-mcp-config" in args
     assert args[args.index("--max-turns") + 1] == "7"
-    assert args[args.index("--disallowedTools") + 1] == "Bash,WebFetch"
+    denied = args[args.index("--disallowedTools") + 1].split(",")
+    assert denied[:2] == ["Bash", "WebFetch"]
+    assert any(d.startswith("Read(//") and d.endswith(".ssh/**)") for d in denied)
     assert args[args.index("--append-system-prompt") + 1] == "SOP\n\nKB\n\nextra"
     assert args[args.index("--mcp-config") + 1] == str(root / "mcp.json")
     assert args[args.index("--session-id") + 1] == "abc" and "--resume" not in args
@@ -374,9 +386,15 @@ def test_the_claude_command_line(root: Path) -> None:
     )
     assert resumed[2] == "[harness-role: x] go" and "--session-id" not in resumed
     assert resumed[resumed.index("--resume") + 1] == "abc"
-    env = ClaudeCodeRuntime(env={"X": "1"}).environment()
+    os.environ.update(ANTHROPIC_API_KEY="sk-ant-contract", GITLAB_TOKEN="glpat-contract0000")
+    try:
+        env = ClaudeCodeRuntime(env={"X": "1"}).environment()
+    finally:
+        del os.environ["ANTHROPIC_API_KEY"], os.environ["GITLAB_TOKEN"]
     assert env["DISABLE_TELEMETRY"] == env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert env["X"] == "1" and (env.get("IS_SANDBOX") == "1") == (os.geteuid() == 0)
+    # no token of the harness's, and the model key only through apiKeyHelper
+    assert "ANTHROPIC_API_KEY" not in env and "GITLAB_TOKEN" not in env
 
 
 STREAM = [
@@ -513,13 +531,17 @@ def test_building_the_anthropic_runtime_does_not_import_the_sdk() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_a_run_with_bash_keeps_bypass_permissions(tmp_path: Path) -> None:
-    """The dev-agent (Bash, in its own worktree) cannot run under acceptEdits: its boundary is
-    the worktree and the post-run guard."""
+def test_a_run_with_bash_gets_the_shell_only_inside_the_clis_sandbox(tmp_path: Path) -> None:
+    """The dev-agent keeps acceptEdits (no bypassPermissions: that would read anywhere); its
+    Bash is allowed and runs in the CLI's sandbox, set by the --settings file."""
     from harness_cli.agents.claude_code import ClaudeCodeRuntime
     from harness_cli.agents.runtime import RunRequest
 
     req = RunRequest(role="dev-agent", prompt="p", workdir=tmp_path, allowed_root=tmp_path)
-    args = ClaudeCodeRuntime().command(tmp_path / "claude", req)
-    assert args[args.index("--permission-mode") + 1] == "bypassPermissions"
-    assert "--allowedTools" not in args
+    settings = tmp_path / "settings.json"
+    args = ClaudeCodeRuntime().command(tmp_path / "claude", req, settings=settings)
+    assert args[args.index("--permission-mode") + 1] == "acceptEdits"
+    assert args[args.index("--allowedTools") + 1] == "Bash"
+    assert args[args.index("--settings") + 1] == str(settings)
+    denied = args[args.index("--disallowedTools") + 1].split(",")
+    assert "Bash" not in denied and f"Read({'//' + str(tmp_path).lstrip('/')}/key)" in denied
