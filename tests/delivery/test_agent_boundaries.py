@@ -22,7 +22,10 @@ from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
 
-SSH_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nFAKE-SSH-KEY-boundaries-7f3a9c\n-----END OPENSSH PRIVATE KEY-----\n"
+SSH_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nFAKE-SSH-KEY-boundaries-7f3a9c\n"
+    "-----END OPENSSH PRIVATE KEY-----\n"
+)
 ENV_FILE_SECRET = "ENVFILE-SECRET-boundaries-91c2e4"
 BOTH = [
     pytest.param(
