@@ -97,6 +97,12 @@ def shell_allowed(req: RunRequest) -> bool:
     return "Bash" not in disallowed_tools(req)
 
 
+def read_roots_for(name: str, evidence: tuple[Path, ...] = ()) -> tuple[Path, ...]:
+    """The ``read_roots`` a role gets besides its workdir: the project's evidence paths for
+    the investigator, nothing for every other role."""
+    return tuple(evidence) if role(name).scope == "case+evidence" else ()
+
+
 def readable_roots(req: RunRequest) -> tuple[Path, ...]:
     """Where the run may read: its workdir, its writable folder and its ``read_roots``."""
     roots = (req.workdir, req.allowed_root, *req.read_roots)

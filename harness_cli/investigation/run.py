@@ -10,7 +10,7 @@ from harness_cli.config import Config, load_config
 from harness_cli.errors import PolicyRefused
 from harness_cli.investigation.loop import Loop, cache_prefix
 from harness_cli.investigation.publish import publish, read_ticket
-from harness_cli.investigation.runs import CaseRunner
+from harness_cli.investigation.runs import CaseRunner, evidence_paths
 from harness_cli.ops import status_message
 from harness_cli.workspace import registry
 
@@ -32,7 +32,12 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
     runtime = build_runtime(runtime_name(cfg.harness.runtime), model=cfg.harness.model)
     status = _live_status(cfg, case_id) if post else None
     runner = CaseRunner(
-        runtime, cfg, folder, cache_prefix=cache_prefix(cfg, case.project), status=status
+        runtime,
+        cfg,
+        folder,
+        cache_prefix=cache_prefix(cfg, case.project),
+        status=status,
+        evidence=evidence_paths(cfg, case.project),
     )
     try:
         result = Loop(cfg, case, folder, runner, read_ticket(folder)).run()

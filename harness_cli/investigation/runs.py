@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_cli.agents import policy
 from harness_cli.agents.runtime import RunRequest, Runtime
 from harness_cli.config import Config
 from harness_cli.errors import ServiceError
@@ -21,21 +22,20 @@ log = logging.getLogger("harness.investigation")
 ModelCall = Callable[[str, str], str]
 """``ask(role, prompt) -> text``."""
 
-SLACK_WRITE_TOOLS = (
-    "send_message_to_self",
-    "edit_message_to_self",
-    "send_message",
-    "post_message",
-    "chat_postMessage",
-    "update_message",
-)
+SLACK_WRITE_TOOLS = policy.SLACK_WRITE_TOOLS
 
 
 def investigation_disallowed(cfg: Config) -> tuple[str, ...]:
     """ "The investigation pipeline explicitly bans Bash" and "Slack write tools are blocked in
-    every pipeline invocation": all outbound text goes through draft_response."""
-    mcp = [f"mcp__{server}__{tool}" for server in cfg.mcp.mcpServers for tool in SLACK_WRITE_TOOLS]
-    return ("Bash", *mcp)
+    every pipeline invocation": all outbound text goes through draft_response. (The runtimes
+    apply ``agents.policy`` to every run as well; this names it for the record.)"""
+    return ("Bash", *policy.slack_write_tools(list(cfg.mcp.mcpServers)))
+
+
+def evidence_paths(cfg: Config, project: str) -> tuple[Path, ...]:
+    """The project's ``evidence_paths`` (projects.yaml), ``~`` expanded."""
+    found = cfg.projects.projects.get(project)
+    return tuple(Path(p).expanduser() for p in found.evidence_paths) if found else ()
 
 
 @dataclass
@@ -68,6 +68,8 @@ class CaseRunner:
     guard: bool = True
     """Snapshot and put back protected folders after the run. Read-only agents (memory) need
     no guard, and must not have one: a concurrent run may write their case legitimately."""
+    evidence: tuple[Path, ...] = ()
+    """The project's evidence paths; the roles that may read them get them (agents.policy)."""
 
     def __call__(self, role: str, prompt: str, *, context: str = "") -> str:
         """``context``: what stays the same for every call of this role in the case (the
@@ -82,6 +84,7 @@ class CaseRunner:
                 prompt=prompt,
                 workdir=self.case_dir,
                 allowed_root=self.case_dir,
+                read_roots=policy.read_roots_for(role, self.evidence),
                 disallowed_tools=self.disallowed
                 if self.disallowed is not None
                 else investigation_disallowed(self.cfg),
