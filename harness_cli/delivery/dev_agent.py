@@ -23,7 +23,12 @@ from typing import Any
 from harness_cli.agents.runtime import RunRequest, Runtime
 from harness_cli.config import Config
 from harness_cli.delivery import acceptance, mr, push, worktrees
-from harness_cli.delivery.commit import commit_all, head_sha, styled_message
+from harness_cli.delivery.commit import (
+    commit_all,
+    head_sha,
+    outside_task_paths,
+    styled_message,
+)
 from harness_cli.errors import InputError, PolicyRefused, ServiceError
 from harness_cli.investigation.gates import evaluate_text
 from harness_cli.investigation.gates.a_gates import pinned_block
@@ -293,6 +298,14 @@ def _commit_with_style(work: Work, wt: worktrees.Worktree, meta: dict[str, Any])
         return _resend(work, wt, "commit message")
 
     commit_all(wt.path, styled_message(meta, resend, STYLE_RETRIES))
+    left_out = outside_task_paths(wt.path)
+    if left_out:  # #21 p2: new files outside the task's paths need the operator's OK
+        _post(
+            work,
+            f"Not committed (outside the task's paths, or named like a secret): "
+            f"{', '.join(left_out[:20])}. They stay in `{wt.path}`; commit them by hand if "
+            "they belong in the change.",
+        )
 
 
 def _submit(

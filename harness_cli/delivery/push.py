@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from harness_cli import clock
 from harness_cli.agents.runtime import Runtime
 from harness_cli.config import Config
+from harness_cli.delivery import secret_scan
 from harness_cli.delivery.push_escalation import escalate
 from harness_cli.delivery.push_heal import HealResult, self_heal_push_loop
 from harness_cli.delivery.push_rebase import (
@@ -34,6 +35,7 @@ from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.delivery.worktrees import Worktree
 from harness_cli.errors import PolicyRefused
 from harness_cli.logs import event
+from harness_cli.ops import notify
 from harness_cli.ops.outbound import Outbound
 from harness_cli.state.store import atomic_write_text
 
@@ -97,6 +99,9 @@ def push_with_recovery(
     th = thresholds or _thresholds(cfg)
     started = clock.now()
     trail = case_dir / "delivery" / f"push-{clock.stamp(started)}.json"
+    findings = secret_scan.scan_branch(wt.path, wt.branch, wt.base_branch)
+    if findings:  # #21 p2: nothing of it leaves, no layer tries again; the operator is told
+        return _refuse_secrets(outbound, cfg, wt, case_id, findings, started, trail)
     rebase = pre_push_rebase(wt)
     outcome = PushOutcome(
         case_id=case_id, branch=wt.branch, ok=False, layer="L1", rebase=rebase,
@@ -135,6 +140,26 @@ def push_with_recovery(
         last_error=outcome.last_error,
         trail_path=trail,
     )
+    return _finish(outcome, ok=False, sha=None)
+
+
+def _refuse_secrets(
+    outbound: Outbound,
+    cfg: Config,
+    wt: Worktree,
+    case_id: str,
+    findings: list[secret_scan.Finding],
+    started: datetime,
+    trail: Path,
+) -> PushOutcome:
+    why = "secret scan: " + ", ".join(f.render() for f in findings[:5])
+    outcome = PushOutcome(
+        case_id=case_id, branch=wt.branch, ok=False, layer="L3", started_at=started,
+        rebase=RebaseResult(ok=False, error=f"not attempted: {why}"), last_error=why,
+        trail_path=str(trail),
+    )  # fmt: skip
+    text = secret_scan.refusal_text(case_id, wt.branch, findings)
+    outcome.escalation_ts = notify.dm(outbound, cfg, "push_refused_secret", text, case_id=case_id)
     return _finish(outcome, ok=False, sha=None)
 
 

@@ -148,6 +148,12 @@ def real_push(wt: Worktree, *, lease: str | None = None) -> PushResult:
     refusal = push_refusal(wt)
     if refusal is not None:
         return PushResult(ok=False, branch=wt.branch, refused=True, error=refusal)
+    from harness_cli.delivery import secret_scan
+
+    found = secret_scan.scan_branch(wt.path, wt.branch, wt.base_branch)
+    if found:  # every push, L2's too: a secret the healer added never leaves either
+        error = "refused by the secret scan: " + ", ".join(f.render() for f in found[:5])
+        return PushResult(ok=False, branch=wt.branch, refused=True, error=error)
     url = git.remote_url("origin")
     sha = git.head_sha(f"refs/heads/{wt.branch}")
     if url is None or sha is None:

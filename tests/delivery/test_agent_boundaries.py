@@ -134,3 +134,38 @@ def test_a_snooping_dev_agent_reaches_nothing(
     assert "agent-was-here" not in heads, heads
     # the shell really ran, in its box: what it printed went back to the model
     assert "== done" in log and "push to the URL: " in log
+
+
+@pytest.mark.parametrize("runtime", BOTH)
+def test_secrets_left_in_the_worktree_never_leave_with_a_push(
+    cli: Any,
+    box: Sandbox,
+    tmp_path: Path,
+    runtime: str,  # type: ignore[no-untyped-def]
+) -> None:
+    assert cli("init")[0] == 0
+    approved_case(cli, "AAA-101")
+    known = SANDBOX_TOKENS["GITLAB_TOKEN"]
+    shaped = "xoxb-4242424242-4242424242-boundariesFAKE"
+    box.anthropic.load_script("dev_secrets", {"known_token": known, "token_shaped": shaped})
+    bare = Path(box.gitlab.snapshot()["projects"][0]["bare_repo"])
+
+    assert cli("admin", "task AAA-101 --auto")[0] == 0
+    code, out, err = cli("dev-agent", "AAA-101", "--mode", "task", "--auto", "--json")
+
+    assert code == 0, err
+    data = json.loads(out)["data"]
+    assert data["changed"] is True and data["pushed"] is False, data
+    assert "refs/heads/harness/AAA-101" not in Git(bare).run("for-each-ref")  # nothing left
+    assert box.gitlab.snapshot()["merge_requests"] == []  # no MR: it stays a draft at most
+    posts = [r.body.decode("utf-8", "replace") for r in box.slack.recorded("chat.postMessage")]
+    refused = [p for p in posts if "Push refused" in p]
+    assert len(refused) == 1, posts
+    for where in ("pricing/settings.py:2", "NOTES.md:3", "tests/fixture.txt:1"):
+        assert where in refused[0], refused[0]
+    assert known not in "".join(posts) and shaped not in "".join(posts)
+    assert "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU" not in "".join(posts)
+    # the .env was never committed: the task may not add secret-named files by itself
+    wt = next((tmp_path / "worktrees").glob("case-AAA-101-*"))
+    assert ".env" not in Git(wt).run("ls-files") and (wt / ".env").exists()
+    assert any(".env" in p and "Not committed" in p for p in posts)
