@@ -28,7 +28,7 @@ def run_checks(*, offline: bool = False) -> list[Check]:
     from harness_cli.ops import doctor_checks as ops
 
     checks = [_home(), _git(), ops.git_identity(), *_config_and_runtime(), _workspace()]
-    checks += [*_state_files(), *_tokens(), ops.schedule()]
+    checks += [*_state_files(), *_tokens(), ops.schedule(), ops.agent_sandbox()]
     if not offline:
         checks += [_reach(name, probe) for name, probe in _probes()]
         remote = ops.workspace_remote()

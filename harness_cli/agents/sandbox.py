@@ -208,7 +208,7 @@ def _probe(runtime: str) -> str | None:
     if exe is None:
         return "bubblewrap (bwrap) is not installed"
     probe = [exe, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/"]
-    probe += ["--proc", "/proc", "--dev", "/dev", "true"]
+    probe += ["--proc", "/proc", "--dev", "/dev", "/bin/sh", "-c", ":"]
     try:
         proc = subprocess.run(
             probe, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False

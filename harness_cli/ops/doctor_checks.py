@@ -152,3 +152,33 @@ def mcp_servers() -> list[Check]:
         else Check(f"MCP {name}", "fail", probe.line(), fix_for(name, servers[name], None))
         for name, probe in found.items()
     ]
+
+
+def agent_sandbox() -> Check:
+    """The box the agents' commands run in works on this machine (bubblewrap, and socat for
+    the claude CLI's network proxy): without it no dev-agent runs, unless harness.yaml opts out."""
+    from harness_cli.agents import sandbox
+    from harness_cli.agents.factory import runtime_name
+    from harness_cli.config import load_config
+
+    try:
+        cfg = load_config()
+        runtime, required = runtime_name(cfg.harness.runtime), cfg.harness.sandbox.required
+    except HarnessError:
+        runtime, required = runtime_name(), True
+    found = sandbox.problem(runtime)
+    if found is None:
+        return Check("agent sandbox", "ok", f"bubblewrap works ({runtime})")
+    if not required:
+        return Check(
+            "agent sandbox",
+            "warn",
+            f"{found}: agent commands run UNSANDBOXED (sandbox.required: false)",
+            "apt-get install bubblewrap socat, then remove sandbox.required: false",
+        )
+    return Check(
+        "agent sandbox",
+        "fail",
+        f"{found}: no dev-agent, push heal or patch run can start",
+        "apt-get install bubblewrap socat (or set sandbox.required: false in harness.yaml)",
+    )
