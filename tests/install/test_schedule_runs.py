@@ -66,9 +66,9 @@ def test_the_installed_crontab_line_runs_with_cron_s_environment_only(
     [line] = [e for e in schedule.entries(crontab) if e.argv[1:] == ["poll-slack"]]
     env = {**bare_env(tmp_path), **schedule.assignments(crontab)}
     # cron runs the command through /bin/sh -c with exactly that environment
+    assignments = [f"{k}={v}" for k, v in env.items()]
     done = subprocess.run(
-        ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in env.items()), "/bin/sh", "-c"]
-        + [shlex.join(line.argv)],
+        ["/usr/bin/env", "-i", *assignments, "/bin/sh", "-c", shlex.join(line.argv)],
         capture_output=True,
         text=True,
         timeout=120,
