@@ -32,9 +32,9 @@ def stray_config() -> Path | None:
     if not local.is_dir():
         return None
     try:
-        return None if local.resolve() == config_dir().resolve() else local
+        return None if local.resolve() == config_dir().resolve() else local.absolute()
     except OSError:
-        return local
+        return local.absolute()
 
 
 def env_file() -> Path:
