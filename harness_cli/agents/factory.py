@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 from harness_cli.agents.runtime import Runtime
 from harness_cli.errors import ConfigError
 
 RUNTIMES = ("claude-code", "anthropic")
+log = logging.getLogger("harness.agents")
+_warned: list[bool] = []
 
 
 def runtime_name(configured: str | None = None) -> str:
-    """``HARNESS_RUNTIME``, else the configured name, else ``claude-code``."""
-    return os.environ.get("HARNESS_RUNTIME") or configured or "claude-code"
+    """``HARNESS_RUNTIME``, else the configured name, else ``claude-code`` when the claude CLI
+    is installed and ``anthropic`` (said once per process) when it is not: a pip-installed
+    harness without the CLI still runs."""
+    chosen = os.environ.get("HARNESS_RUNTIME") or configured
+    if chosen:
+        return chosen
+    from harness_cli.services.claude_cli import find_claude
+
+    if find_claude() is not None:
+        return "claude-code"
+    if not _warned:
+        _warned.append(True)
+        log.warning(
+            "claude CLI not found (PATH, HARNESS_CLAUDE_BIN, .tools/): using the anthropic "
+            "runtime; `harness doctor` says how to install the CLI, `runtime: anthropic` in "
+            "harness.yaml makes this the choice"
+        )
+    return "anthropic"
 
 
 def build_runtime(name: str | None = None, *, model: str | None = None) -> Runtime:

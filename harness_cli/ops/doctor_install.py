@@ -107,10 +107,8 @@ def tokens(cfg: Config | None, env: Environment, scheduled: bool) -> list[Check]
 def runtime(cfg: Config) -> tuple[str, bool]:
     """The runtime a run will use and whether it was chosen (HARNESS_RUNTIME or harness.yaml)
     rather than defaulted."""
-    chosen = os.environ.get("HARNESS_RUNTIME")
-    if chosen:
-        return chosen, True
-    return cfg.harness.runtime, "runtime" in cfg.harness.model_fields_set
+    chosen = os.environ.get("HARNESS_RUNTIME") or cfg.harness.runtime
+    return (chosen, True) if chosen else ("claude-code", False)
 
 
 def claude_cli(cfg: Config) -> Check:

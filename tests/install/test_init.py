@@ -115,8 +115,9 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     with Sandbox(tmp_path / "sandbox") as sandbox:
         for key, value in sandbox.env().items():
             monkeypatch.setenv(key, value)
-        monkeypatch.setenv("HARNESS_RUNTIME", "anthropic")
         monkeypatch.setenv("HARNESS_DISPATCH", "inline")
+        # an install without the claude CLI: the runtime falls back to its own tool loop
+        monkeypatch.setenv("HARNESS_CLAUDE_BIN", str(tmp_path / "no-claude-here"))
         yield sandbox
 
 
@@ -141,6 +142,8 @@ def test_a_fresh_init_carries_the_first_ticket_to_an_mr(
     box.slack.post_as("C0SUPPORT", "U0CUSTOMER", f"{SAMPLE_TICKET} (AAA-101)")
     code, _, err = cli("poll-slack")
     assert code == 0, err
+    said = [line for line in err.splitlines() if "claude CLI not found" in line]
+    assert len(said) == 1 and "anthropic" in said[0], err
     case = json.loads(
         (tmp_path / "workspace/case-workspaces/AAA-101/case.json").read_text(encoding="utf-8")
     )
