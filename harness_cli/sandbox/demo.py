@@ -94,6 +94,12 @@ class DemoContext:
     def mr_opened(self) -> str:
         return "" if self.mr_iid() is not None else "exited 0 but no MR was opened"
 
+    def ci_green(self) -> str:
+        statuses = [p["status"] for p in self.sandbox.gitlab.snapshot()["pipelines"]]
+        if "success" in statuses:
+            return ""
+        return f"the MR's CI never went green after fix_ci ({', '.join(statuses) or 'none'})"
+
     def closed(self) -> str:
         status = _case_status(self)
         return "" if status == "closed" else f"the MR merged but the case is {status!r}"
@@ -220,6 +226,7 @@ STEPS: tuple[Step, ...] = (
         lambda c: ["mr-monitor"],
         needs=("mr-monitor (red CI → fix_ci)",),
         before=lambda c: c.settle() + c.reviewer_note(),
+        expect=lambda c: c.ci_green(),
     ),
     Step(
         "mr-monitor (merged → close)",
