@@ -37,6 +37,10 @@ def runtime_name(configured: str | None = None) -> str:
 def build_runtime(name: str | None = None, *, model: str | None = None) -> Runtime:
     """The runtime called ``name`` (default: ``runtime_name()``). Neither the claude binary
     nor the anthropic SDK is touched here: each is looked up or imported when a run starts."""
+    from harness_cli import dryrun
+
+    if dryrun.ACTIVE is not None:  # --dry-run: the first model call ends the run
+        return dryrun.StoppingRuntime()
     chosen = name or runtime_name()
     if chosen == "claude-code":
         from harness_cli.agents.claude_code import ClaudeCodeRuntime

@@ -144,6 +144,7 @@ def test_a_fresh_init_carries_the_first_ticket_to_an_mr(
     assert code == 0, err
     said = [line for line in err.splitlines() if "claude CLI not found" in line]
     assert len(said) == 1 and "anthropic" in said[0], err
+    assert json.loads(said[0])["level"] == "warning"  # not a terminal: a JSON line, as for cron
     case = json.loads(
         (tmp_path / "workspace/case-workspaces/AAA-101/case.json").read_text(encoding="utf-8")
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import harness_subprocess
+from tests.install.terminal import on_a_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -65,35 +66,6 @@ def test_unknown_scenario_is_bad_usage() -> None:
     assert code == 2 and "unknown sandbox scenario 'nope'" in err
 
 
-def _on_a_terminal(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
-    """Run with stderr on a pseudo-terminal (what an operator watches) and stdout on a pipe."""
-    import pty
-    import select
-
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=slave, cwd=cwd, env=env, stdin=subprocess.DEVNULL
-    )
-    os.close(slave)
-    screen = b""
-    assert proc.stdout is not None
-    while True:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                chunk = b""
-            screen += chunk
-            if not chunk and proc.poll() is not None:
-                break
-        elif proc.poll() is not None:
-            break
-    out = proc.stdout.read().decode()
-    os.close(master)
-    return proc.wait(timeout=300), out, screen.decode("utf-8", "replace")
-
-
 def test_make_demo_path_runs_offline_from_any_directory_and_keeps_its_state(
     tmp_path: Path,
 ) -> None:
@@ -103,7 +75,7 @@ def test_make_demo_path_runs_offline_from_any_directory_and_keeps_its_state(
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     env["COLUMNS"] = "100"
-    code, stdout, screen = _on_a_terminal(
+    code, stdout, screen = on_a_terminal(
         [sys.executable, "-m", "harness_cli", "demo", "--keep", str(keep), "--json"],
         cwd=elsewhere,
         env=env,
