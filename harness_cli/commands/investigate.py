@@ -24,12 +24,10 @@ def investigate(
     from harness_cli.investigation.run import investigate_case
 
     inv = _workflow.resolve("investigate", case, payload)
-    budget = load_config().harness.investigation.max_iterations
-    with (
-        _workflow.running(inv),
-        _progress.live(f"investigate {inv.case_id}", max_iterations=budget),
-    ):
-        outcome = investigate_case(inv.case_id, post=not no_post)
+    with _workflow.running(inv):
+        budget = load_config().harness.investigation.max_iterations
+        with _progress.live(f"investigate {inv.case_id}", max_iterations=budget):
+            outcome = investigate_case(inv.case_id, post=not no_post)
     result = Result("investigate", data=outcome)
     result.messages.append(outcome["exit_line"])
     result.changed.append(f"case {inv.case_id} → {outcome['status']}")

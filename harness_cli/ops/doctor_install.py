@@ -8,7 +8,6 @@ import os
 import stat
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from string import Template
 
 from harness_cli import paths
@@ -234,7 +233,3 @@ def load() -> tuple[Config | None, Check]:
         return None, Check("config", "fail", exc.message, exc.hint or "fix the file named above")
     names = ", ".join(cfg.projects.projects)
     return cfg, Check("config", "ok", f"{cfg.dir} (projects: {names})")
-
-
-def exists(path: str) -> bool:
-    return bool(path) and Path(path).is_file() and os.access(path, os.X_OK)

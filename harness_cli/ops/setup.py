@@ -104,6 +104,7 @@ def write_config(folder: Path, wanted: Wanted, *, force: bool = False) -> Writte
     from harness_cli.config import load_config
 
     out = Written()
+    wrote = False
     names = ("harness.yaml", "projects.yaml")
     exists = [(folder / n).exists() for n in names]
     if all(exists) and not force:
@@ -133,12 +134,14 @@ def write_config(folder: Path, wanted: Wanted, *, force: bool = False) -> Writte
             else:
                 out.changed.append(f"wrote {target}")
             target.write_text(text, encoding="utf-8")
+        wrote = True
     mcp = folder / "mcp.json"
     if not mcp.exists():
         mcp.write_text('{\n  "mcpServers": {}\n}\n', encoding="utf-8")
         out.changed.append(f"wrote {mcp}")
     cfg = load_config(folder)  # what was kept or written must load, now rather than at 3 am
-    _write_project_sops(cfg, out)
+    if wrote:  # a kept config's SOPs are the operator's business (doctor names missing ones)
+        _write_project_sops(cfg, out)
     return out
 
 

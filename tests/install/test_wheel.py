@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def installed(tmp_path: Path) -> Installed:
-    return build_and_install(tmp_path / "pip")
+    return build_and_install(tmp_path / "pip", borrow_dependencies=True)
 
 
 @pytest.fixture
@@ -93,15 +93,13 @@ def test_the_installed_wheel_runs_from_an_empty_directory(
         set_level(level)
         return lambda: set_level(30)
 
+    # one of each kind (an id, a channel, a permission, a token); tests/ops/test_doctor.py runs
+    # every broken id and token in-process
     broken: list[tuple[str, Callable[[], Callable[[], None]]]] = [
         ("Slack user", lambda: slack_user("U0CUSTOMER")),
-        ("self-DM D0NOPE", lambda: edit("harness.yaml", "D0SELF", "D0NOPE")),
         ("channel C0NOPE", lambda: edit("projects.yaml", "C0SUPPORT", "C0NOPE")),
-        ("repo acme/nope", lambda: edit("projects.yaml", SAMPLE_PROJECT_PATH, "acme/nope")),
         (f"repo {SAMPLE_PROJECT_PATH}", lambda: access(20)),
-        ("SLACK_USER_TOKEN", lambda: drop("SLACK_USER_TOKEN")),
         ("GITLAB_TOKEN", lambda: drop("GITLAB_TOKEN")),
-        ("ANTHROPIC_API_KEY", lambda: drop("ANTHROPIC_API_KEY")),
     ]
     for name, breaking in broken:
         restore = breaking()

@@ -81,6 +81,9 @@ def fill_env_file(box: Sandbox, drop: tuple[str, ...] = ()) -> None:
 def test_a_healthy_setup_passes(
     cli: Any, box: Sandbox, remote: Path, mcp: Idp, fake_crontab: Path,  # noqa: F811
 ) -> None:  # fmt: skip
+    from tests.conftest import REPO
+
+    shutil.copytree(REPO / "sops", Path(os.environ["HARNESS_CONFIG"]).parent / "sops")
     assert cli("init", "--remote", str(remote), "--install-cron", "--yes")[0] == 0
     fill_env_file(box)
     code, checks, out = doctor(cli)
