@@ -75,6 +75,32 @@ COMMANDS: dict[str, Entry] = {
 WORKFLOWS = frozenset({"investigate", "review", "followup", "dev-agent", "consolidate", "finalize"})
 
 
+# The subcommands that write outward take --dry-run here, at the edge, all the same way
+# (harness_cli.dryrun); kb-update, gap-patterns and case migrate have their own.
+DRY_RUN = frozenset(
+    {
+        "poll-slack",
+        "poll-pagerduty",
+        "ingest-pagerduty",
+        "investigate",
+        "review",
+        "followup",
+        "dev-agent",
+        "mr-monitor",
+        "consolidate",
+        "finalize",
+        "admin",
+        "pause",
+        "resume",
+        "case",
+    }
+)
+DRY_RUN_HELP = (
+    "--dry-run: run against a throwaway copy of this machine's state, print what would be "
+    "posted, pushed, opened or started, and send nothing (it stops before any model call)."
+)
+
+
 def _usage() -> str:
     width = max(len(name) for name in COMMANDS) + 2
     rows = "\n".join(
@@ -86,6 +112,8 @@ def _usage() -> str:
         "harness — Slack tickets in, investigated and merged GitLab MRs out.\n\n"
         "Options (also accepted after the command):\n"
         "  --json         Machine-readable output on stdout.\n"
+        "  --dry-run      Commands that write outward: print what they would send, send\n"
+        "                 nothing (a copy of the state is used; no model call is made).\n"
         "  -v, --verbose  Debug logs, and tracebacks for expected errors.\n"
         "  --version      Print the version.\n"
         "  -h, --help     Show this message.\n\n"
@@ -157,11 +185,51 @@ def _run(args: list[str], argv: list[str]) -> int:
         return crash.report(exc, argv=argv, verbose=OPTIONS.verbose)
 
 
+def _generic_dry_run(name: str, args: list[str]) -> bool:
+    head = args[: args.index("--")] if "--" in args else args
+    return name in DRY_RUN and "--dry-run" in head and not (name == "case" and "migrate" in head)
+
+
 def _run_command(name: str, args: list[str]) -> int:
     entry = COMMANDS[name]
     if entry.module is None:
         return _run_not_built(name, args)
-    module = importlib.import_module(f"harness_cli.commands.{entry.module}")
+    if _generic_dry_run(name, args):
+        args.remove("--dry-run")
+        return _dry_run(name, args)
+    code = _invoke(name, entry.module, args)
+    if name in DRY_RUN and ("-h" in args or "--help" in args):
+        sys.stdout.write(DRY_RUN_HELP + "\n")
+    return code
+
+
+def _dry_run(name: str, args: list[str]) -> int:
+    import json
+
+    from harness_cli import dryrun
+
+    module = COMMANDS[name].module
+    assert module is not None
+    with dryrun.shadow() as plan:
+        try:
+            code = _invoke(name, module, args)
+        except dryrun.Stopped as stop:
+            plan.stopped_at, code = stop.role, errors.EXIT_OK
+    if OPTIONS.json:
+        body = {"dry_run": True, "would": plan.actions, "stopped_before": plan.stopped_at}
+        sys.stderr.write(json.dumps(body) + "\n")
+        return code
+    lines = [f"  {a}" for a in plan.actions] or ["  send nothing"]
+    if plan.stopped_at:
+        lines.append(f"  (stopped before {plan.stopped_at}: a dry run makes no model call)")
+    sys.stderr.write(
+        "dry run: nothing left this machine; run for real, it would\n" + "\n".join(lines) + "\n"
+    )
+    return code
+
+
+def _invoke(name: str, module_name: str, args: list[str]) -> int:
+    module = importlib.import_module(f"harness_cli.commands.{module_name}")
     try:
         module.app(args=args, prog_name=f"harness {name}", standalone_mode=True)
     except SystemExit as exc:

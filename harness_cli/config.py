@@ -79,8 +79,9 @@ class HarnessConfig(_Human):
     """New tickets start an investigation by themselves (``oncall-toggle`` flips it)."""
     dispatch: Literal["systemd", "local", "inline", "record"] | None = None
     """Overridden by ``HARNESS_DISPATCH``. Default: systemd if available, else local."""
-    runtime: Literal["claude-code", "anthropic"] = "claude-code"
-    """Overridden by ``HARNESS_RUNTIME``."""
+    runtime: Literal["claude-code", "anthropic"] | None = None
+    """Overridden by ``HARNESS_RUNTIME``. Unset: ``claude-code`` when the claude CLI is installed,
+    else ``anthropic`` (with one warning line saying so)."""
     model: str = "claude-sonnet-4-6"
     sops_dir: str = "../sops"
     """Where the SOPs and knowledge bases live, relative to this config folder."""

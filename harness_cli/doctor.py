@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness_cli import paths
@@ -22,15 +21,25 @@ class Check:
 
 
 def run_checks(*, offline: bool = False) -> list[Check]:
-    """Machine, config and files first; with the network: tokens accepted, the workspace
-    remote, the MCP servers. Each problem appears once (a check that depends on a failed one
-    is left out rather than failing again)."""
+    """Machine, config, files and tokens first; with the network: who the tokens are, the
+    channels and repos of the config, the model, the workspace remote, the MCP servers. Each
+    problem appears once (a check that depends on a failed one is left out rather than failing
+    again)."""
     from harness_cli.ops import doctor_checks as ops
+    from harness_cli.ops import doctor_install as install
+    from harness_cli.ops import doctor_services as services
 
-    checks = [_home(), _git(), ops.git_identity(), *_config_and_runtime(), _workspace()]
-    checks += [*_state_files(), *_tokens(), ops.schedule(), ops.agent_sandbox()]
+    cfg, config = install.load()
+    checks = [_home(), _git(), config, *install.stray_config()]
+    if cfg is not None:
+        checks += [install.templates(cfg), install.sops(cfg), install.claude_cli(cfg)]
+    checks += [_workspace(), *_state_files()]
+    env = install.environment()
+    scheduled = ops.scheduled()
+    checks += [install.env_file(scheduled), *install.tokens(cfg, env, scheduled)]
+    checks += ops.local_checks()
     if not offline:
-        checks += [_reach(name, probe) for name, probe in _probes()]
+        checks += services.slack(cfg, env) + services.gitlab(cfg, env) + services.model(cfg, env)
         remote = ops.workspace_remote()
         checks += [remote] if remote else []
         checks += ops.mcp_servers()
@@ -52,56 +61,6 @@ def _git() -> Check:
         return Check("git", "fail", "git not found on PATH", "install git (apt-get install git)")
     out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False)
     return Check("git", "ok", out.stdout.strip())
-
-
-def _config_and_runtime() -> list[Check]:
-    from harness_cli.config import load_config
-    from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
-
-    try:
-        cfg = load_config()
-    except HarnessError as exc:
-        return [Check("config", "fail", exc.line(), "fix the file named above")]
-    names = ", ".join(cfg.projects.projects)
-    checks = [Check("config", "ok", f"{cfg.dir} (projects: {names})")]
-    runtime = os.environ.get("HARNESS_RUNTIME") or cfg.harness.runtime
-    if runtime == "claude-code":
-        claude = find_claude()
-        if claude is None:
-            checks.append(
-                Check(
-                    "claude CLI",
-                    "fail",
-                    "not found",
-                    f"run `make claude-cli` (pins {PINNED_VERSION}) or set HARNESS_CLAUDE_BIN",
-                )
-            )
-        else:
-            out = subprocess.run(
-                [str(claude), "--version"], capture_output=True, text=True, check=False, timeout=30
-            )
-            version = out.stdout.strip()
-            if out.returncode != 0 or not version:
-                checks.append(
-                    Check(
-                        "claude CLI",
-                        "fail",
-                        f"{claude} --version exited {out.returncode}",
-                        f"reinstall it: `make claude-cli` (pins {PINNED_VERSION})",
-                    )
-                )
-            elif PINNED_VERSION not in version:
-                checks.append(
-                    Check(
-                        "claude CLI",
-                        "warn",
-                        f"{claude} is {version}; the harness is tested with {PINNED_VERSION}",
-                        f"`make claude-cli` installs {PINNED_VERSION} under .tools/",
-                    )
-                )
-            else:
-                checks.append(Check("claude CLI", "ok", f"{claude} {version}"))
-    return checks
 
 
 def _workspace() -> Check:
@@ -141,90 +100,3 @@ def _state_files() -> list[Check]:
         except HarnessError as exc:
             out.append(Check(f"state {handle.path.name}", "fail", exc.message, exc.hint or ""))
     return out or [Check("state files", "ok", "readable")]
-
-
-def _tokens() -> list[Check]:
-    wanted = {
-        "SLACK_USER_TOKEN": "reads the support channels and the self-DM",
-        "GITLAB_TOKEN": "opens and watches MRs",
-        "ANTHROPIC_API_KEY": "the model (the claude CLI reads it too)",
-    }
-    out = []
-    for var, why in wanted.items():
-        if os.environ.get(var):
-            out.append(Check(var, "ok", "set"))
-        else:
-            out.append(Check(var, "warn", f"not set ({why})", f"export {var}=…"))
-    return out
-
-
-def _probes() -> list[tuple[str, Callable[[], str]]]:
-    probes: list[tuple[str, Callable[[], str]]] = []
-    if os.environ.get("SLACK_USER_TOKEN"):
-        probes.append(("Slack", _probe_slack))
-    if os.environ.get("GITLAB_TOKEN"):
-        probes.append(("GitLab", _probe_gitlab))
-    if os.environ.get("ANTHROPIC_API_KEY"):
-        probes.append(("Anthropic", _probe_anthropic))
-    return probes
-
-
-def _probe_slack() -> str:
-    from slack_sdk import WebClient
-
-    client = WebClient(
-        token=os.environ["SLACK_USER_TOKEN"],
-        timeout=5,
-        base_url=os.environ.get("SLACK_API_URL", "https://slack.com/api/"),
-    )
-    reply = client.auth_test()
-    return f"as {reply.get('user')} ({reply.get('user_id')})"
-
-
-def _probe_gitlab() -> str:
-    import gitlab
-
-    gl = gitlab.Gitlab(
-        os.environ.get("GITLAB_URL", "https://gitlab.com"),
-        private_token=os.environ["GITLAB_TOKEN"],
-        timeout=5,
-    )
-    gl.auth()  # GET /user: proves the token is accepted, not only that the host answers
-    user = gl.user
-    return f"as {getattr(user, 'username', '?')}"
-
-
-def _probe_anthropic() -> str:
-    import json
-    import urllib.request
-
-    # The SDK costs ~2.5 s to import; a models listing over urllib proves the same thing.
-    base = os.environ.get("ANTHROPIC_BASE_URL", "https://api.anthropic.com").rstrip("/")
-    req = urllib.request.Request(
-        f"{base}/v1/models",
-        headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"], "anthropic-version": "2023-06-01"},
-    )
-    with urllib.request.urlopen(req, timeout=5) as resp:
-        models = json.loads(resp.read()).get("data", [])
-    return f"{len(models)} model(s) listed"
-
-
-def _reach(name: str, probe: Callable[[], str]) -> Check:
-    from harness_cli.logs import redact
-
-    try:
-        return Check(f"reach {name}", "ok", probe())
-    except Exception as exc:  # noqa: BLE001 - any failure of a probe is the finding itself
-        return Check(
-            f"reach {name}",
-            "fail",
-            redact(f"{type(exc).__name__}: {exc}")[:200],
-            _REACH_FIX.get(name, "check the URL, the token and the network"),
-        )
-
-
-_REACH_FIX = {
-    "Slack": "auth.test refused: check SLACK_USER_TOKEN (a user token, xoxp-…) and SLACK_API_URL",
-    "GitLab": "GET /user refused: check GITLAB_TOKEN (scope api) and GITLAB_URL",
-    "Anthropic": "the models call refused: check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL",
-}

@@ -3,7 +3,8 @@
 - ``logs/agent.log``: every event, JSON lines (``ts``, ``level``, ``event``, ``case_id``, …)
 - ``logs/error.log``: errors only
 - ``logs/system.log``: cross-cutting events (logger ``harness.system``: deploys, watchdog, sync)
-- stderr: warnings (debug with ``-v``), rich on a terminal, JSON lines under cron.
+- stderr: warnings (debug with ``-v``): one readable line each on a terminal
+  (``warning: event — key=value …``), JSON lines under cron.
 
 Every handler passes through one redaction filter: no token reaches a log, an error line or a
 crash file.
@@ -92,6 +93,41 @@ class JsonLines(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+class TerminalLine(logging.Formatter):
+    """One line per record for a person at a terminal: ``warning: <event> — k=v, …``. The JSON
+    files keep every detail; a traceback shows only with ``-v``."""
+
+    def __init__(self, *, verbose: bool = False) -> None:
+        super().__init__()
+        self.verbose = verbose
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = " ".join(record.getMessage().split())
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict) and fields:
+            shown = ", ".join(f"{k}={' '.join(str(v).split())}" for k, v in fields.items())
+            text += f" — {shown}"
+        line = f"{record.levelname.lower()}: {text}"
+        if record.exc_info and self.verbose:
+            line += "\n" + redact(self.formatException(record.exc_info))
+        elif record.exc_info and record.exc_info[1] is not None:
+            line += f" ({type(record.exc_info[1]).__name__}: {record.exc_info[1]})"
+        return line
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time, so a live status line (which redirects
+    it) prints log lines above itself instead of being overwritten by them."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 class _LazyRotatingHandler(logging.handlers.RotatingFileHandler):
     """Creates the logs folder on first write, so ``harness --help`` writes nothing."""
 
@@ -139,12 +175,6 @@ def setup_cli_logging(*, verbose: bool = False) -> None:
         handler.setFormatter(JsonLines())
         add(handler, level, only)
 
-    console: logging.Handler
-    if sys.stderr.isatty():
-        from rich.logging import RichHandler
-
-        console = RichHandler(show_path=False, markup=False, rich_tracebacks=False)
-    else:
-        console = logging.StreamHandler(sys.stderr)
-        console.setFormatter(JsonLines())
+    console = _Stderr()
+    console.setFormatter(TerminalLine(verbose=verbose) if sys.stderr.isatty() else JsonLines())
     add(console, logging.DEBUG if verbose else logging.WARNING)

@@ -44,7 +44,17 @@ def _human(result: Result) -> None:
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     if result.rows:
-        table = Table(*result.columns, box=None, pad_edge=False)
+        # The first column names the thing (a case id, a check): it is never cut or folded;
+        # the last one (a title, a detail) gives way first.
+        table = Table(box=None, pad_edge=False)
+        first = max((len(row[0]) for row in result.rows), default=0)
+        for i, column in enumerate(result.columns):
+            if i == 0:
+                table.add_column(column, no_wrap=True, min_width=max(first, len(column)))
+            elif i == len(result.columns) - 1:
+                table.add_column(column, overflow="fold", ratio=1)
+            else:
+                table.add_column(column)
         for row in result.rows:
             table.add_row(*row)
         out.print(table)

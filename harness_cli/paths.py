@@ -14,12 +14,33 @@ def home() -> Path:
 
 
 def config_dir() -> Path:
-    """``$HARNESS_CONFIG`` [``./agent-config`` if present, else ``$HARNESS_HOME/agent-config``]."""
+    """``$HARNESS_CONFIG`` [``$HARNESS_HOME/agent-config``].
+
+    Never the current directory: a harness run from cron, from a checkout's root (whose
+    ``agent-config/`` is the sandbox's example) or from wherever the operator stands must read
+    the same config. ``stray_config()`` names an ``./agent-config`` that is being ignored."""
     value = os.environ.get("HARNESS_CONFIG")
     if value:
         return Path(value).expanduser()
+    return home() / "agent-config"
+
+
+def stray_config() -> Path | None:
+    """``./agent-config`` when it exists and is not the config in use (doctor and init say so,
+    with the ``HARNESS_CONFIG=…`` that would select it)."""
     local = Path.cwd() / "agent-config"
-    return local if local.is_dir() else home() / "agent-config"
+    if not local.is_dir():
+        return None
+    try:
+        return None if local.resolve() == config_dir().resolve() else local.absolute()
+    except OSError:
+        return local.absolute()
+
+
+def env_file() -> Path:
+    """``$HARNESS_HOME/env``: the tokens that cron (through harness-cron) and the systemd units
+    read — ``KEY=value`` lines, mode 0600."""
+    return home() / "env"
 
 
 def workspace() -> Path:

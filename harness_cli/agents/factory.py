@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 from harness_cli.agents.runtime import Runtime
@@ -9,11 +10,29 @@ from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.errors import ConfigError
 
 RUNTIMES = ("claude-code", "anthropic")
+log = logging.getLogger("harness.agents")
+_warned: list[bool] = []
 
 
 def runtime_name(configured: str | None = None) -> str:
-    """``HARNESS_RUNTIME``, else the configured name, else ``claude-code``."""
-    return os.environ.get("HARNESS_RUNTIME") or configured or "claude-code"
+    """``HARNESS_RUNTIME``, else the configured name, else ``claude-code`` when the claude CLI
+    is installed and ``anthropic`` (said once per process) when it is not: a pip-installed
+    harness without the CLI still runs."""
+    chosen = os.environ.get("HARNESS_RUNTIME") or configured
+    if chosen:
+        return chosen
+    from harness_cli.services.claude_cli import find_claude
+
+    if find_claude() is not None:
+        return "claude-code"
+    if not _warned:
+        _warned.append(True)
+        log.warning(
+            "claude CLI not found (PATH, HARNESS_CLAUDE_BIN, .tools/): using the anthropic "
+            "runtime; `harness doctor` says how to install the CLI, `runtime: anthropic` in "
+            "harness.yaml makes this the choice"
+        )
+    return "anthropic"
 
 
 def build_runtime(
@@ -25,6 +44,10 @@ def build_runtime(
     """The runtime called ``name`` (default: ``runtime_name()``). Neither the claude binary
     nor the anthropic SDK is touched here: each is looked up or imported when a run starts.
     ``sandbox``: harness.yaml's ``sandbox:`` (default: required)."""
+    from harness_cli import dryrun
+
+    if dryrun.ACTIVE is not None:  # --dry-run: the first model call ends the run
+        return dryrun.StoppingRuntime()
     chosen = name or runtime_name()
     if chosen == "claude-code":
         from harness_cli.agents.claude_code import ClaudeCodeRuntime

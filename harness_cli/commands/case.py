@@ -68,12 +68,26 @@ def new(
 
 @app.command("list")
 def list_(
-    status: str | None = typer.Option(None, "--status", help="Only cases in this status."),
+    status: str | None = typer.Option(
+        None,
+        "--status",
+        help="Only cases in this status: new, investigating, awaiting_approval, approved, "
+        "in_progress, mr_open, merged, failed, escalated, closed.",
+    ),
     project: str | None = typer.Option(None, "--project", "-p", help="Only this project."),
 ) -> None:
     """List cases, newest first."""
+    from typing import get_args
+
+    from harness_cli.errors import InputError
+    from harness_cli.workspace.case import CaseStatus
     from harness_cli.workspace.registry import list_cases
 
+    statuses = get_args(CaseStatus)
+    if status is not None and status not in statuses:
+        raise InputError(
+            f"--status {status!r} is not a case status", hint=f"one of: {', '.join(statuses)}"
+        )
     cases = list_cases(status=status, project=project)
     result = Result("case list", data=cases, columns=["case", "project", "status", "title"])
     result.rows = [

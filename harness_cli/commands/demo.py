@@ -46,8 +46,14 @@ def demo(
         took = f" [dim]{step.seconds:.1f}s[/dim]" if step.seconds else ""
         console.print(f"{_MARK[step.status]} {escape(step.name)} — {escape(step.detail)}{took}")
 
-    with console.status("starting the sandbox (Slack, GitLab, Anthropic)…"):
-        report = run_demo(keep.absolute() if keep else None, on_step=show, runtime=runtime)
+    with console.status("starting the sandbox (Slack, GitLab, Anthropic)…") as status:
+
+        def starting(name: str) -> None:
+            status.update(f"{escape(name)}…")
+
+        report = run_demo(
+            keep.absolute() if keep else None, on_step=show, runtime=runtime, on_start=starting
+        )
 
     s = report.summary
     tokens = s.get("tokens", {})

@@ -21,7 +21,7 @@ def dev_agent(
     no_post: bool = typer.Option(False, "--no-post", help="Do not post to Slack."),
 ) -> None:
     """Run one dev-agent mode on a case."""
-    from harness_cli.commands import _workflow
+    from harness_cli.commands import _progress, _workflow
     from harness_cli.delivery.run import run_dev_agent
     from harness_cli.errors import InputError
 
@@ -32,7 +32,7 @@ def dev_agent(
         raise InputError("dev-agent needs --mode task|address_review|fix_ci")
     if auto:
         args["auto"] = True
-    with _workflow.running(inv):
+    with _workflow.running(inv), _progress.live(f"dev-agent {inv.case_id} ({chosen})"):
         outcome = run_dev_agent(inv.case_id, chosen, args, post=not no_post)
     result = Result("dev-agent", data=outcome)
     mr = outcome.get("mr") or {}

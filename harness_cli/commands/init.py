@@ -1,6 +1,8 @@
-"""harness init — create HARNESS_HOME, the workspace repo (optionally with a remote) and a
-starter config. Safe to re-run: what exists is reported as skipped, never overwritten.
-``--install-cron`` prints the crontab of the periodic subcommands; ``--yes`` installs it."""
+"""harness init — create HARNESS_HOME, the workspace repo (optionally with a remote), a config
+that says what the flags say, each project's starter SOP and the env file for the tokens.
+Safe to re-run: what exists is reported as skipped; a config that contradicts the flags is
+refused with the conflict named (``--force`` rewrites it). ``--install-cron`` and
+``--install-systemd`` print the schedule with this machine's paths; ``--yes`` installs it."""
 
 from __future__ import annotations
 
@@ -15,47 +17,27 @@ from harness_cli.result import Result
 
 app = new_app("Create HARNESS_HOME, the workspace repo and a starter config.")
 
-STARTER_HARNESS = """\
-# harness.yaml — see the README for every key. Unknown keys are an error.
-schema_version: 1
-operator:
-  slack_user_id: {user}      # only this user's "admin: …" messages are obeyed
-  self_dm_channel: {dm}      # the operator's self-DM: admin commands in, case threads out
-outbound_allowlist: [{dm}]   # the only channels the harness may post to
-auto_monitor: true
-"""
-
-STARTER_PROJECTS = """\
-# projects.yaml — one entry per team. Routing: Jira prefix, then Slack channel, then default.
-schema_version: 1
-default_project: {project}
-projects:
-  {project}:
-    sop: "{project}/SOP.md"
-    kb: "{project}/KNOWLEDGE-BASE.md"
-    dfr_threads_dir: "{project}/threads"
-    task_dir: "task-workspaces"
-    slack_channels: [{channels}]
-    jira_prefixes: [{prefixes}]
-    repos: [{repos}]
-"""
-
-
-def _csv(values: list[str]) -> str:
-    return ", ".join(f'"{v}"' for v in values)
-
 
 @app.command()
 def init(
     remote: str | None = typer.Option(None, "--remote", help="Git remote of the workspace repo."),
-    slack_user: str = typer.Option("U0OPERATOR", "--slack-user", help="Operator's Slack id."),
-    self_dm: str = typer.Option("D0SELF", "--self-dm", help="Operator's self-DM channel id."),
-    project: str = typer.Option("team-a", "--project", help="First project's name."),
+    slack_user: str | None = typer.Option(
+        None, "--slack-user", help="Operator's Slack user id (U…); needed for a new config."
+    ),
+    self_dm: str | None = typer.Option(
+        None, "--self-dm", help="Operator's self-DM channel id (D…); needed for a new config."
+    ),
+    project: str | None = typer.Option(None, "--project", help="First project's name [team-a]."),
     channel: list[str] = typer.Option([], "--channel", help="Support channel id (repeatable)."),
     jira_prefix: list[str] = typer.Option([], "--jira-prefix", help="Jira prefix (repeatable)."),
     repo: list[str] = typer.Option([], "--repo", help="GitLab project path (repeatable)."),
     install_cron: bool = typer.Option(
         False, "--install-cron", help="Print the crontab of the periodic subcommands."
+    ),
+    install_systemd: bool = typer.Option(
+        False,
+        "--install-systemd",
+        help="Print the systemd user units (listen, poll-slack timer, session fetch).",
     ),
     install_hooks: bool = typer.Option(
         False, "--install-hooks", help="Print the claude CLI hooks that sync sessions via git."
@@ -63,56 +45,65 @@ def init(
     yes: bool = typer.Option(
         False,
         "--yes",
-        help="Install what --install-cron / --install-hooks print (only the harness's parts).",
+        help="Install what --install-cron / --install-systemd / --install-hooks print.",
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Rewrite a config that contradicts the flags (keeps a .bak)."
     ),
 ) -> None:
     """Create what a fresh machine needs; report what already exists as skipped."""
-    from harness_cli.config import load_config
+    from harness_cli.ops import setup
     from harness_cli.workspace import gitsync
 
     result = Result("init")
     home = paths.home()
+    config = paths.config_dir()
+    # Refuse a contradicting config before anything else is created.
+    wanted = setup.Wanted(slack_user, self_dm, project, channel, jira_prefix, repo)
+    written = setup.write_config(config, wanted, force=force)
     for sub in (home, paths.logs_dir(), paths.locks_dir(), paths.payloads_dir()):
         if sub.is_dir():
             result.skipped.append(f"{sub} exists")
         else:
             sub.mkdir(parents=True)
             result.changed.append(f"created {sub}")
+    result.changed += written.changed
+    result.skipped += written.skipped
+    env = setup.write_env_file(paths.env_file())
+    result.changed += env.changed
+    result.skipped += env.skipped
 
     workspace = paths.workspace()
     if (workspace / ".git").exists():
         result.skipped.append(f"workspace repo {workspace} exists")
     else:
-        gitsync.ensure_repo(workspace, remote_url=remote, lock_dir=paths.locks_dir())
+        done = gitsync.ensure_repo(workspace, remote_url=remote, lock_dir=paths.locks_dir())
+        how = {"cloned": "cloned from", "adopted": "joined"}.get(done.action, "remote")
         result.changed.append(
-            f"workspace repo {workspace}" + (f" (remote {remote})" if remote else " (local only)")
+            f"workspace repo {workspace}" + (f" ({how} {remote})" if remote else " (local only)")
         )
-
-    config = paths.config_dir()
-    written = _write_starter(
-        config,
-        {
-            "harness.yaml": STARTER_HARNESS.format(user=slack_user, dm=self_dm),
-            "projects.yaml": STARTER_PROJECTS.format(
-                project=project,
-                channels=_csv(channel),
-                prefixes=_csv(jira_prefix),
-                repos=_csv(repo),
-            ),
-            "mcp.json": '{\n  "mcpServers": {}\n}\n',
-        },
-    )
-    for name, created in written.items():
-        (result.changed if created else result.skipped).append(
-            f"{'wrote' if created else 'kept'} {config / name}"
+    result.data = {
+        "home": str(home),
+        "workspace": str(workspace),
+        "config": str(config),
+        "env_file": str(paths.env_file()),
+    }
+    stray = paths.stray_config()
+    if stray is not None:
+        result.messages.append(
+            f"note: {stray} is not used (the config is {config}); set "
+            f"HARNESS_CONFIG={stray.resolve()} to use that one instead"
         )
-    load_config(config)  # a starter (or kept) config that does not load is an error now
-    result.data = {"home": str(home), "workspace": str(workspace), "config": str(config)}
     if install_cron:
         result.data["crontab"] = _cron(result, home, config, install=yes)
+    if install_systemd:
+        result.data["systemd"] = _systemd(result, install=yes)
     if install_hooks:
         result.data["claude_hooks"] = _hooks(result, install=yes)
-    result.messages.append("next: `harness doctor` checks tokens and services")
+    result.messages.append(
+        f"next: fill in the tokens in {paths.env_file()}, then `harness doctor` checks them "
+        "against Slack, GitLab and the model"
+    )
     emit(result)
 
 
@@ -134,27 +125,40 @@ def _hooks(result: Result, *, install: bool) -> dict[str, object]:
     return wanted
 
 
+def _render(home: Path, config: Path, name: str = "crontab") -> str:
+    """The crontab block or a unit, with this run's HARNESS_* paths made absolute."""
+    from harness_cli.config import load_config
+    from harness_cli.ops import schedule
+
+    return schedule.render(
+        home=home.resolve(),
+        config=config.resolve(),
+        workspace=paths.workspace().resolve(),
+        worktrees=load_config(config).harness.delivery.root().resolve(),
+        name=name,
+    )
+
+
 def _cron(result: Result, home: Path, config: Path, *, install: bool) -> str:
     """Print the block; write it only when asked to (a user's crontab is never edited
     silently)."""
     from harness_cli.errors import ServiceError
     from harness_cli.ops import schedule
 
-    block = schedule.render(home=home.resolve(), config=config.resolve())
-    units = schedule.cron_dir() / "systemd"
+    block = _render(home, config)
     if not install:
         result.messages.append(block.rstrip("\n"))
         result.messages.append(
             "not installed: re-run with --yes to put this block in your crontab (only the "
-            f"lines between its markers change), or paste it into `crontab -e`. The listener "
-            f"and a poll-slack timer are systemd user units in {units}."
+            "lines between its markers change), or paste it into `crontab -e`. The listener "
+            "and a poll-slack timer are systemd user units: `harness init --install-systemd`."
         )
         return block
     existing = schedule.current()
     if existing is None:
         raise ServiceError(
             "no `crontab` command on this machine",
-            hint=f"install cron (apt-get install cron), or use the systemd units in {units}",
+            hint="install cron (apt-get install cron), or use `harness init --install-systemd`",
         )
     if schedule.block_of(existing) == block:
         result.skipped.append("the crontab already has this harness block")
@@ -165,12 +169,29 @@ def _cron(result: Result, home: Path, config: Path, *, install: bool) -> str:
     return block
 
 
-def _write_starter(folder: Path, files: dict[str, str]) -> dict[str, bool]:
-    folder.mkdir(parents=True, exist_ok=True)
-    written: dict[str, bool] = {}
-    for name, text in files.items():
+def _systemd(result: Result, *, install: bool) -> dict[str, str]:
+    """The user units with this machine's paths; written (never enabled) with --yes."""
+    from harness_cli.ops import schedule
+    from harness_cli.state.store import atomic_write_text
+
+    home, config = paths.home(), paths.config_dir()
+    units = {name: _render(home, config, f"systemd/{name}") for name in schedule.UNITS}
+    folder = schedule.systemd_dir()
+    if not install:
+        for name, text in units.items():
+            result.messages.append(f"# {folder / name}\n{text.rstrip()}")
+        result.messages.append(f"not installed: re-run with --yes to write them into {folder}")
+        return units
+    for name, text in units.items():
         target = folder / name
-        written[name] = not target.exists()
-        if written[name]:
-            target.write_text(text, encoding="utf-8")
-    return written
+        if target.exists() and target.read_text(encoding="utf-8") == text:
+            result.skipped.append(f"{target} is up to date")
+            continue
+        atomic_write_text(target, text)
+        result.changed.append(f"wrote {target}")
+    result.messages.append(
+        "enable what you use (poll-slack from cron or from the timer, not both): "
+        "systemctl --user daemon-reload && systemctl --user enable --now "
+        "harness-poll-slack.timer harness-listen.service"
+    )
+    return units

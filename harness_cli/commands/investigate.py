@@ -19,12 +19,15 @@ def investigate(
     no_post: bool = typer.Option(False, "--no-post", help="Do not post to Slack (dry run)."),
 ) -> None:
     """Investigate one case until the loop names its exit."""
-    from harness_cli.commands import _workflow
+    from harness_cli.commands import _progress, _workflow
+    from harness_cli.config import load_config
     from harness_cli.investigation.run import investigate_case
 
     inv = _workflow.resolve("investigate", case, payload)
     with _workflow.running(inv):
-        outcome = investigate_case(inv.case_id, post=not no_post)
+        budget = load_config().harness.investigation.max_iterations
+        with _progress.live(f"investigate {inv.case_id}", max_iterations=budget):
+            outcome = investigate_case(inv.case_id, post=not no_post)
     result = Result("investigate", data=outcome)
     result.messages.append(outcome["exit_line"])
     result.changed.append(f"case {inv.case_id} → {outcome['status']}")

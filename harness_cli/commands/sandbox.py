@@ -1,5 +1,7 @@
-"""harness sandbox — start the local Slack, GitLab and Anthropic emulators, seeded, and run
-until Ctrl-C (or ``--for SECONDS``). Prints and writes an env file to ``source``."""
+"""harness sandbox — start the local Slack, GitLab, Anthropic and PagerDuty emulators, seeded,
+and run until Ctrl-C, SIGTERM or ``--for SECONDS``. Prints and writes an env file to
+``source``; on the way out (any of the three) writes every emulator's state to
+``DIR/sandbox-state.json``. ``--help`` documents the control API that drives them."""
 
 from __future__ import annotations
 
@@ -16,8 +18,34 @@ from harness_cli.output import OPTIONS
 
 app = new_app("Start the local Slack, GitLab and Anthropic emulators.")
 
+CONTROL_API = {
+    "every emulator": "fault {kind: status|drop|delay, status, match, seconds, times, body, "
+    "headers, where}, clear_faults, state",
+    "Slack": "post_as {channel, user, text, thread_ts?}, add_user, add_channel, add_token, "
+    "revoke_token {token}, delete_message, set_lag {channel, polls, seconds}, drop_sockets, "
+    "messages {channel}, calls, acks",
+    "GitLab": "create_project {path, files, ci_command}, set_pipeline_result {project, status}, "
+    "add_note {project, iid, author, body, discussion?}, merge, close, reopen, commit, "
+    "add_token {token, user}, revoke_token {token}, set_access {project, user, level}, "
+    "rate_limit, wait_for_pipelines",
+    "Anthropic": "load_script {name|path|script, variables?}, usage, unmatched, calls, reset, "
+    "clear_cache",
+    "PagerDuty": "add_incident, resolve {id}, set_status {id, status}, webhook {id}, reset",
+}
+"""Each emulator's ``POST <its URL>/_control/<action>`` (JSON body), as ``--help`` shows them;
+a test holds every name here to what the emulator accepts."""
 
-@app.command()
+_EPILOG = (
+    "Control API: POST <emulator URL>/_control/<action> with a JSON body, e.g. "
+    "curl -s -X POST $SLACK_API_URL/../_control/post_as -H 'Content-Type: application/json' "
+    '-d \'{"channel": "C0SUPPORT", "user": "U0CUSTOMER", "text": "hi"}\'.\n\n'
+    + "\n\n".join(f"{who}: {actions}." for who, actions in CONTROL_API.items())
+    + "\n\nCtrl-C, SIGTERM and --for all stop it the same way: the final state is written to "
+    "DIR/sandbox-state.json."
+)
+
+
+@app.command(epilog=_EPILOG)
 def sandbox(
     scenario: str = typer.Option("default", "--scenario", help="What to seed."),
     directory: Path | None = typer.Option(
@@ -31,6 +59,8 @@ def sandbox(
     ),
 ) -> None:
     """Start the emulators and print the environment that points harness at them."""
+    import signal
+
     from harness_cli.sandbox.runner import Sandbox
     from harness_cli.sandbox.runner import scenario as find_scenario
 
@@ -50,9 +80,15 @@ def sandbox(
                 f"  Anthropic {box.anthropic.url}\n"
                 f"  PagerDuty {box.pagerduty.url}\n"
                 f"env file: source {env_path}\n"
-                "Ctrl-C stops it; the final state goes to sandbox-state.json beside it.\n"
+                "Ctrl-C or SIGTERM stops it; the final state goes to sandbox-state.json beside "
+                "it. `harness sandbox --help` lists the control API.\n"
             )
         sys.stdout.flush()
+
+        def stop(signum: int, _frame: object) -> None:
+            raise KeyboardInterrupt  # the same way out as Ctrl-C: state written, exit 0
+
+        previous = signal.signal(signal.SIGTERM, stop)
         try:
             deadline = None if run_for is None else time.monotonic() + run_for
             while deadline is None or time.monotonic() < deadline:
@@ -60,4 +96,5 @@ def sandbox(
         except KeyboardInterrupt:
             pass
         finally:
+            signal.signal(signal.SIGTERM, previous)
             box.write_state(root / "sandbox-state.json")

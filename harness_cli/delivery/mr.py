@@ -1,8 +1,8 @@
 """Composing and submitting the merge request: the style SOP in, a linted MR out.
 
-- :func:`compose_prompt_section` reads ``sops/STYLE.md`` every time it is called: operators edit
-  that file and the next MR follows it, with no restart (reference: "A style guide that keeps
-  output from reading as machine-written").
+- :func:`compose_prompt_section` reads ``sops/STYLE.md`` every time it is called (the packaged
+  one when the operator has none): operators edit that file and the next MR follows it, with
+  no restart (reference: "A style guide that keeps output from reading as machine-written").
 - :func:`submit_mr` lints the title, description and commit messages first; any violation
   raises :class:`StyleRejected` and nothing reaches GitLab. The MR is a Draft unless a passing
   acceptance record exists for exactly the pushed head, and it is marked ready only then. A
@@ -89,7 +89,10 @@ class SubmitResult:
 def compose_prompt_section(sops_dir: Path) -> str:
     """The style SOP as the prompt section the dev-agent writes its commit message and MR
     description under; read from disk on every call."""
-    path = Path(sops_dir) / STYLE_SOP
+    from harness_cli import resources
+
+    found = resources.sop(Path(sops_dir), STYLE_SOP)  # the operator's, else the packaged one
+    path = found.path if found else Path(sops_dir) / STYLE_SOP
     try:
         sop = path.read_text(encoding="utf-8").strip()
     except OSError:

@@ -1,6 +1,7 @@
 """Prompt templates live in ``agent-config/prompts/<name>.md`` (operators and the
-self-improvement loop edit them); this module only fills them in. ``$name`` placeholders, so
-JSON examples in a template need no escaping."""
+self-improvement loop edit them), falling back to the packaged template of that name
+(``harness_cli.resources``); this module only fills them in. ``$name`` placeholders, so JSON
+examples in a template need no escaping."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ log = logging.getLogger("harness.prompts")
 
 
 def render(cfg: Config, name: str, **values: str) -> str:
-    path = cfg.dir / "prompts" / f"{name}.md"
+    from harness_cli import resources
+
+    found = resources.template(cfg.dir, name)
+    path = found.path if found else cfg.dir / "prompts" / f"{name}.md"
     try:
         template = Template(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(
             f"prompt template {path} not found",
-            hint="copy it from the shipped agent-config/prompts/ folder",
+            hint=f"the package ships no template {name!r}: add {path}",
         ) from None
     try:
         return template.substitute(values).strip() + "\n"
@@ -50,5 +54,7 @@ def project_text(cfg: Config, project: str, which: str) -> str:
 
 
 def generic_sop(cfg: Config) -> str:
-    path = sops_dir(cfg) / "INVESTIGATION.md"
-    return path.read_text(encoding="utf-8") if path.exists() else ""
+    from harness_cli import resources
+
+    found = resources.sop(sops_dir(cfg), "INVESTIGATION.md")  # the operator's, else packaged
+    return found.path.read_text(encoding="utf-8") if found else ""

@@ -1,5 +1,6 @@
-"""The claude CLI hooks that sync sessions through the git store (``cron/hooks/``), rendered
-for this checkout and merged into ``~/.claude/settings.json`` on request.
+"""The claude CLI hooks that sync sessions through the git store (the packaged
+``cron/hooks/``), rendered for this installation and merged into ``~/.claude/settings.json``
+on request.
 
 Merging adds the harness's hook groups and keeps everything else the user configured; running
 it twice changes nothing.
@@ -12,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli.errors import InputError
+from harness_cli.resources import DEFAULTS
 from harness_cli.state.store import atomic_write_json
 
-HOOKS_DIR = Path(__file__).resolve().parents[2] / "cron" / "hooks"
+HOOKS_DIR = DEFAULTS / "cron" / "hooks"
 EVENTS = {
     "SessionStart": ("session-start.sh", {"matcher": "startup|resume"}, 30),
     "UserPromptSubmit": ("user-prompt-submit.sh", {}, 60),

@@ -1,11 +1,15 @@
 """The operations half of ``harness doctor``: git identity, the workspace remote, the schedule
-(cron or systemd) and the MCP servers. Each check names the fix of what it finds wrong."""
+(cron or systemd) and the MCP servers. Each check names the fix of what it finds wrong.
+
+``LOCAL_CHECKS`` is the list of machine checks that need no network: a new one is a function
+returning a ``Check`` (or a list of them), appended there."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from harness_cli import paths
@@ -13,6 +17,15 @@ from harness_cli.doctor import Check
 from harness_cli.errors import HarnessError
 
 REMOTE_TIMEOUT_S = 20.0
+
+
+def local_checks() -> list[Check]:
+    """Every function of ``LOCAL_CHECKS``, in order."""
+    out: list[Check] = []
+    for check in LOCAL_CHECKS:
+        found = check()
+        out += found if isinstance(found, list) else [found]
+    return out
 
 
 def git_identity() -> Check:
@@ -75,10 +88,52 @@ def workspace_remote() -> Check | None:
     return Check("workspace remote", "ok", f"{remotes[0]} answers")
 
 
-def schedule() -> Check:
-    """Something runs the periodic subcommands: the crontab block, or the systemd timer."""
+def expected_paths() -> dict[str, Path]:
+    """The HARNESS_* paths this doctor runs with: what a scheduled run must carry too."""
+    return {
+        "HARNESS_HOME": paths.home(),
+        "HARNESS_CONFIG": paths.config_dir(),
+        "HARNESS_WORKSPACE": paths.workspace(),
+        "HARNESS_ENV_FILE": paths.env_file(),
+    }
+
+
+def _mismatches(found: dict[str, str], where: str) -> list[str]:
+    """Each HARNESS_* path the schedule runs with that differs from this run's (or is absent):
+    a cron line without HARNESS_WORKSPACE writes its cases somewhere nobody looks."""
+    problems = []
+    for key, mine in expected_paths().items():
+        theirs = found.get(key)
+        if not theirs:
+            problems.append(f"{where} sets no {key} (this run: {mine.resolve()})")
+        elif Path(theirs).resolve() != mine.resolve():
+            problems.append(f"{where} has {key}={theirs}, this run has {mine.resolve()}")
+    return problems
+
+
+def scheduled() -> bool:
+    """A crontab block or a harness unit is installed (so the env file must hold the tokens)."""
     from harness_cli.ops import schedule as cron
 
+    try:
+        crontab = cron.current() or ""
+    except HarnessError:
+        crontab = ""
+    return bool(cron.block_of(crontab)) or bool(_installed_units())
+
+
+def _installed_units() -> list[Path]:
+    from harness_cli.ops import schedule as cron
+
+    return [cron.systemd_dir() / n for n in cron.UNITS if (cron.systemd_dir() / n).is_file()]
+
+
+def schedule() -> list[Check]:
+    """Something runs the periodic subcommands (the crontab block, or the systemd timer), and
+    what it runs exists and carries this run's paths."""
+    from harness_cli.ops import schedule as cron
+
+    fix = "re-run `harness init --install-cron --yes` with the HARNESS_* this shell uses"
     try:
         crontab = cron.current()
     except HarnessError as exc:
@@ -86,33 +141,72 @@ def schedule() -> Check:
     else:
         problem = ""
     block = cron.block_of(crontab or "")
+    out: list[Check] = []
     if block:
         jobs = cron.entries(block)
-        missing = [
-            e.argv[-1]
-            for e in jobs
-            if e.argv and not Path(e.argv[0]).exists() and e.argv[0].startswith("/")
-        ]
-        if missing:
-            return Check(
-                "schedule",
-                "fail",
-                f"the crontab's harness block points at a harness-cron that is gone "
-                f"({len(missing)} job(s))",
-                "re-run `harness init --install-cron --yes` from the current checkout",
-            )
-        return Check("schedule", "ok", f"crontab: {len(jobs)} harness job(s)")
+        env = cron.assignments(block)
+        problems = _mismatches(env, "the crontab")
+        binary = env.get("HARNESS_BIN", "")
+        if not (binary.startswith("/") and os.access(binary, os.X_OK)):
+            problems.insert(0, f"the crontab's HARNESS_BIN {binary or '(unset)'} is not executable")
+        wrappers = {e.argv[0] for e in jobs if e.argv}
+        gone = [w for w in wrappers if not os.access(w, os.X_OK)]
+        if gone:
+            problems.insert(0, f"the crontab runs {', '.join(gone)}, which is gone")
+        if problems:
+            out.append(Check("schedule", "fail", "; ".join(problems), fix))
+        else:
+            out.append(Check("schedule", "ok", f"crontab: {len(jobs)} harness job(s)"))
+    out += _units()
+    if out:
+        return out
     if _systemd_timer():
-        return Check("schedule", "ok", "systemd: harness-poll-slack.timer enabled")
+        return [Check("schedule", "ok", "systemd: harness-poll-slack.timer enabled")]
     detail = "no harness block in the crontab and no harness timer"
     if crontab is None:
         detail = problem or "no crontab command and no harness timer"
-    return Check(
-        "schedule",
-        "warn",
-        detail + ": nothing polls Slack or watches the MRs",
-        "`harness init --install-cron` prints the crontab; add --yes to install it",
-    )
+    return [
+        Check(
+            "schedule",
+            "warn",
+            detail + ": nothing polls Slack or watches the MRs",
+            "`harness init --install-cron` prints the crontab; add --yes to install it",
+        )
+    ]
+
+
+def _units() -> list[Check]:
+    """Each installed harness unit starts an existing harness with this run's paths."""
+    import shlex
+
+    out = []
+    for unit in _installed_units():
+        if unit.suffix != ".service":
+            continue
+        env: dict[str, str] = {}
+        argv: list[str] = []
+        env_file = ""
+        for raw in unit.read_text(encoding="utf-8").splitlines():
+            key, _, value = raw.partition("=")
+            if key == "Environment":
+                name, _, val = (shlex.split(value) or [""])[0].partition("=")
+                env[name] = val
+            elif key == "EnvironmentFile":
+                env_file = value.removeprefix("-")
+            elif key == "ExecStart":
+                argv = shlex.split(value)
+        env["HARNESS_ENV_FILE"] = env_file
+        problems = _mismatches(env, unit.name)
+        if not argv or not os.access(argv[0], os.X_OK):
+            problems.insert(0, f"{unit.name} starts {argv[0] if argv else '(nothing)'}: not found")
+        fix = "re-run `harness init --install-systemd --yes`, then systemctl --user daemon-reload"
+        name = f"unit {unit.name}"
+        out.append(
+            Check(name, "fail", "; ".join(problems), fix)
+            if problems
+            else Check(name, "ok", f"{unit} runs {argv[0]}")
+        )
+    return out
 
 
 def _systemd_timer() -> bool:
@@ -182,3 +276,7 @@ def agent_sandbox() -> Check:
         f"{found}: no dev-agent, push heal or patch run can start",
         "apt-get install bubblewrap socat (or set sandbox.required: false in harness.yaml)",
     )
+
+
+LOCAL_CHECKS: list[Callable[[], Check | list[Check]]] = [git_identity, schedule, agent_sandbox]
+"""The machine's offline checks, in the order ``harness doctor`` prints them."""

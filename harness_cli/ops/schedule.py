@@ -1,8 +1,12 @@
-"""The crontab block: rendered from ``cron/crontab``, installed only on explicit request.
+"""The schedule: the crontab block and the systemd user units, rendered from the packaged
+templates (``harness_cli/defaults/cron/``) with this machine's absolute paths, installed only on
+explicit request.
 
 ``harness init --install-cron`` prints the block; only ``--yes`` writes it, and then only the
 lines between the two marker comments change — a user's own crontab lines are never touched.
-``harness doctor`` reads the same markers to say whether the cycles are scheduled.
+``--install-systemd --yes`` writes the units into the user's systemd folder. Both carry the
+installed ``harness``, every HARNESS_* path and the env file, because neither cron nor systemd
+gives a job the login shell's environment. ``harness doctor`` checks them against this run's.
 """
 
 from __future__ import annotations
@@ -21,19 +25,33 @@ END = "# <<< harness <<<"
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
+UNITS = (
+    "harness-listen.service",
+    "harness-poll-slack.service",
+    "harness-poll-slack.timer",
+    "harness-session-fetch.service",
+)
+BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
 def cron_dir() -> Path:
-    """``cron/`` of the checkout the package runs from."""
-    return Path(__file__).resolve().parents[2] / "cron"
+    """The packaged schedule files (crontab, harness-cron, systemd/, hooks/)."""
+    from harness_cli.resources import cron_dir as packaged
+
+    return packaged()
 
 
-def template() -> str:
-    path = cron_dir() / "crontab"
+def wrapper() -> Path:
+    return cron_dir() / "harness-cron"
+
+
+def template(name: str = "crontab") -> str:
+    path = cron_dir() / name
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(
-            f"{path} not found",
-            hint="the cron templates ship in the harness repository; run from a checkout",
+            f"{path} not found", hint="the harness package is incomplete: reinstall it"
         ) from None
 
 
@@ -46,17 +64,71 @@ def harness_bin() -> str:
     return found or "harness"
 
 
-def render(*, home: Path, config: Path, bin_path: str | None = None) -> str:
-    values = {
-        "@HARNESS_HOME@": str(home),
-        "@HARNESS_CONFIG@": str(config),
-        "@HARNESS_BIN@": bin_path or harness_bin(),
-        "@HARNESS_CRON@": str(cron_dir() / "harness-cron"),
+def values(
+    *,
+    home: Path,
+    config: Path,
+    workspace: Path | None = None,
+    worktrees: Path | None = None,
+    bin_path: str | None = None,
+) -> dict[str, str]:
+    """What every scheduled run is started with: absolute paths, nothing left to a shell."""
+    from harness_cli import paths
+    from harness_cli.services.claude_cli import find_claude
+
+    binary = bin_path or harness_bin()
+    claude = find_claude()
+    dirs = [str(Path(binary).parent)] if "/" in binary else []
+    dirs += [str(Path.home() / ".local" / "bin"), BASE_PATH]
+    return {
+        "HARNESS_HOME": str(home),
+        "HARNESS_CONFIG": str(config),
+        "HARNESS_WORKSPACE": str(workspace or home / "workspace"),
+        "HARNESS_WORKTREES": str(worktrees or Path.home() / ".worktrees"),
+        "HARNESS_ENV_FILE": str(home / paths.env_file().name),
+        "HARNESS_BIN": binary,
+        "HARNESS_CLAUDE_BIN": str(claude.resolve()) if claude else "",
+        "HARNESS_PATH": ":".join(dict.fromkeys(":".join(dirs).split(":"))),
+        "HARNESS_CRON": str(wrapper()),
     }
-    text = template()
-    for key, value in values.items():
-        text = text.replace(key, value)
+
+
+def render(
+    *,
+    home: Path,
+    config: Path,
+    bin_path: str | None = None,
+    workspace: Path | None = None,
+    worktrees: Path | None = None,
+    name: str = "crontab",
+) -> str:
+    """The crontab block (``name="crontab"``) or one systemd unit (``systemd/<unit>``)."""
+    found = values(
+        home=home, config=config, workspace=workspace, worktrees=worktrees, bin_path=bin_path
+    )
+    text = template(name)
+    for key, value in found.items():
+        text = text.replace(f"@{key}@", value)
     return text
+
+
+def assignments(text: str) -> dict[str, str]:
+    """The ``VAR=value`` lines of a crontab text (cron hands these to every job)."""
+    found: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if _ASSIGN.match(line):
+            key, _, value = line.partition("=")
+            found[key] = value.strip()
+    return found
+
+
+def systemd_dir() -> Path:
+    """Where systemd looks for user units: ``$XDG_CONFIG_HOME/systemd/user``."""
+    import os
+
+    base = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(base) if base else Path.home() / ".config") / "systemd" / "user"
 
 
 @dataclass(frozen=True)

@@ -212,6 +212,10 @@ def observe(status: RunStatus | None, *, case_id: str, role: str) -> Callable[[R
             event(log, "model_retry", logging.WARNING, case_id=case_id, role=role, **fields)
         if status is not None:
             status.event(ev)
+        from harness_cli import progress
+
+        used = sum(v for v in ev.data.values() if isinstance(v, int)) if ev.kind == "usage" else 0
+        progress.publish("run", case_id=case_id, role=role, step=status_for(ev), tokens=used)
 
     return on_event
 

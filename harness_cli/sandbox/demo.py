@@ -63,6 +63,9 @@ class Step:
     inline dispatcher chains: poll-slack runs investigate itself)."""
     before: Callable[[DemoContext], str] | None = None
     """What the outside world does before this step (CI finishing, a reviewer, a merge)."""
+    expect: Callable[[DemoContext], str] | None = None
+    """What must be true once the step exited 0 ("" when it is): an exit code alone is not
+    proof, e.g. a poll-slack that read no configured channel also exits 0."""
 
 
 @dataclass
@@ -78,6 +81,28 @@ class DemoContext:
     def mr_iid(self) -> int | None:
         mrs = self.sandbox.gitlab.snapshot()["merge_requests"]
         return int(mrs[-1]["iid"]) if mrs else None
+
+    def case_opened(self) -> str:
+        if _case_status(self):
+            return ""
+        return f"exited 0 but no case {self.case_id} was opened (is {SUPPORT} in projects.yaml?)"
+
+    def investigated(self) -> str:
+        status = _case_status(self)
+        return "" if status not in ("", "new", "investigating") else f"the case is {status!r}"
+
+    def mr_opened(self) -> str:
+        return "" if self.mr_iid() is not None else "exited 0 but no MR was opened"
+
+    def ci_green(self) -> str:
+        statuses = [p["status"] for p in self.sandbox.gitlab.snapshot()["pipelines"]]
+        if "success" in statuses:
+            return ""
+        return f"the MR's CI never went green after fix_ci ({', '.join(statuses) or 'none'})"
+
+    def closed(self) -> str:
+        status = _case_status(self)
+        return "" if status == "closed" else f"the MR merged but the case is {status!r}"
 
     def settle(self) -> str:
         """Let the running pipelines finish, as time would."""
@@ -141,6 +166,7 @@ STEPS: tuple[Step, ...] = (
         "poll-slack",
         lambda c: ["poll-slack"],
         needs=("init",),
+        expect=lambda c: c.case_opened(),
         fallback=(
             "case",
             lambda c: [
@@ -163,6 +189,7 @@ STEPS: tuple[Step, ...] = (
         lambda c: ["investigate", c.case_id],
         needs=("init",),
         already=("awaiting_approval", "escalated", "approved"),
+        expect=lambda c: c.investigated(),
     ),
     Step("review", "review", lambda c: ["review", c.case_id], needs=("investigate",)),
     Step(
@@ -184,6 +211,7 @@ STEPS: tuple[Step, ...] = (
         lambda c: ["dev-agent", c.case_id, "--mode", "task", "--auto"],
         needs=("operator approval",),
         already=("mr_open",),
+        expect=lambda c: c.mr_opened(),
     ),
     Step(
         "mr-monitor (red CI → fix_ci)",
@@ -198,6 +226,7 @@ STEPS: tuple[Step, ...] = (
         lambda c: ["mr-monitor"],
         needs=("mr-monitor (red CI → fix_ci)",),
         before=lambda c: c.settle() + c.reviewer_note(),
+        expect=lambda c: c.ci_green(),
     ),
     Step(
         "mr-monitor (merged → close)",
@@ -205,6 +234,7 @@ STEPS: tuple[Step, ...] = (
         lambda c: ["mr-monitor"],
         needs=("mr-monitor (review → address_review)",),
         before=lambda c: c.settle() + c.human_merge(),
+        expect=lambda c: c.closed(),
     ),
     Step(
         "finalize",
@@ -216,14 +246,20 @@ STEPS: tuple[Step, ...] = (
 
 
 def _seed_config(root: Path) -> Path:
-    """The shipped example agent-config/ (it names the sandbox's channel, users and project)."""
+    """The packaged example config (it names the sandbox's channel, users and project) as an
+    operator would have it: the three files and the projects' SOPs, no prompts and no
+    STYLE.md/INVESTIGATION.md — those come from the package, as on a real install."""
+    from harness_cli import resources
+
     target = root / "agent-config"
-    shipped = Path.cwd() / "agent-config"
-    if shipped.is_dir() and not target.exists():
-        shutil.copytree(shipped, target)
-    sops = Path.cwd() / "sops"
-    if sops.is_dir() and not (root / "sops").exists():
-        shutil.copytree(sops, root / "sops")  # harness.yaml's sops_dir is ../sops
+    if not target.exists():
+        target.mkdir(parents=True)
+        for name in ("harness.yaml", "projects.yaml", "mcp.json"):
+            shutil.copy2(resources.example_config() / name, target / name)
+    sops = root / "sops"  # harness.yaml's sops_dir is ../sops
+    if not sops.exists():
+        for project in (p for p in resources.example_sops().iterdir() if p.is_dir()):
+            shutil.copytree(project, sops / project.name)
     return target
 
 
@@ -241,7 +277,10 @@ def run_demo(
     keep: Path | None = None,
     on_step: Callable[[StepResult], None] | None = None,
     runtime: str | None = None,
+    on_start: Callable[[str], None] | None = None,
 ) -> DemoReport:
+    """``on_start`` hears each step's name as it begins (the terminal's spinner shows it);
+    ``on_step`` gets each step's result as it ends."""
     root = keep or Path(tempfile.mkdtemp(prefix="harness-demo-"))
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -268,6 +307,8 @@ def run_demo(
         with environment(env):
             ctx.ticket_ts = str(box.slack.post_as(SUPPORT, CUSTOMER, ticket)["ts"])
             for step in STEPS:
+                if on_start:
+                    on_start(step.name)
                 result = _run_step(step, ctx, report)
                 report.steps.append(result)
                 if on_step:
@@ -314,6 +355,9 @@ def _run_step(step: Step, ctx: DemoContext, report: DemoReport) -> StepResult:
     shown = "harness " + " ".join(a if " " not in a else repr(a) for a in argv)
     if code != 0:
         return StepResult(step.name, "failed", f"{shown} exited {code} (see demo.log)", seconds)
+    problem = step.expect(ctx) if step.expect is not None else ""
+    if problem:
+        return StepResult(step.name, "failed", f"{shown} {problem}", seconds)
     return StepResult(step.name, "done", shown + note + (f" [{world}]" if world else ""), seconds)
 
 

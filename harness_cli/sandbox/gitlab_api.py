@@ -242,6 +242,13 @@ class GitLabEmulator(Emulator):
         self.state.tokens[token] = self.state.user(user).id
         return {"ok": True}
 
+    def _ctl_set_access(self, project: str | int, user: str | int, level: int) -> dict[str, Any]:
+        """``user``'s access level on ``project`` (0 hides the project from them, <30 may not
+        open merge requests), as a group owner would set it."""
+        target = self.state.project(project)
+        target.access[self.state.user(user).id] = int(level)
+        return {"ok": True}
+
     def _ctl_revoke_token(self, token: str) -> dict[str, Any]:
         self.state.revoked.add(token)
         return {"ok": True}

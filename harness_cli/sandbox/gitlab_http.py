@@ -52,6 +52,8 @@ class Ctx:
     def project(self) -> Project:
         """The project named in the path, with pushes since the last look taken into account."""
         project = self.state.project(self.params["pid"])
+        if project.access_level(self.user.id) <= 0:  # a private project its user cannot see
+            raise ApiError(404, {"message": "404 Project Not Found"})
         self.state.sync(project)
         return project
 

@@ -72,6 +72,10 @@ class User:
         }
 
 
+DEVELOPER = 30
+"""The lowest access level that may push a branch and open a merge request."""
+
+
 @dataclass
 class Project:
     id: int
@@ -86,6 +90,12 @@ class Project:
     forced_results: list[str] = field(default_factory=list)
     next_mr_iid: int = 1
     next_pipeline_iid: int = 1
+    access: dict[int, int] = field(default_factory=dict)
+    """User id → GitLab access level (10 guest, 20 reporter, 30 developer, 40 maintainer; 0: not
+    a member, so the private project is a 404). Users not listed are developers."""
+
+    def access_level(self, user_id: int) -> int:
+        return self.access.get(user_id, DEVELOPER)
 
     def json(self, base: str) -> dict[str, Any]:
         namespace, _, name = self.path.rpartition("/")

@@ -41,7 +41,14 @@ def list_projects(ctx: Ctx) -> Response:
 
 
 def get_project(ctx: Ctx) -> Response:
-    return Response.json(ctx.project().json(ctx.base))
+    project = ctx.project()
+    level = project.access_level(ctx.user.id)
+    data = project.json(ctx.base)
+    data["permissions"] = {
+        "project_access": {"access_level": level, "notification_level": 3},
+        "group_access": None,
+    }
+    return Response.json(data)
 
 
 # -- branches and commits ------------------------------------------------------------------

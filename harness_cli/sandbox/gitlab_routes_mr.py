@@ -6,7 +6,14 @@ from typing import Any
 
 from harness_cli.sandbox import gitlab_reviews as reviews
 from harness_cli.sandbox.gitlab_http import Ctx, Route, paginate, sort_items
-from harness_cli.sandbox.gitlab_model import Discussion, MergeRequest, Note, Project, now_ms
+from harness_cli.sandbox.gitlab_model import (
+    DEVELOPER,
+    Discussion,
+    MergeRequest,
+    Note,
+    Project,
+    now_ms,
+)
 from harness_cli.sandbox.gitlab_state import ApiError, not_found
 from harness_cli.sandbox.httpbase import Response
 
@@ -77,6 +84,8 @@ def get_mr(ctx: Ctx) -> Response:
 
 def create_mr(ctx: Ctx) -> Response:
     project = ctx.project()
+    if project.access_level(ctx.user.id) < DEVELOPER:
+        raise ApiError(403, {"message": "403 Forbidden"})
     mr = reviews.create_mr(ctx.state, project, ctx.user, ctx.args())
     return Response.json(_render(ctx, project, mr, single=True), status=201)
 

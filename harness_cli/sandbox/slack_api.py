@@ -76,6 +76,7 @@ class SlackEmulator(SlackControl):
             "conversations.history": self._history,
             "conversations.replies": self._replies,
             "conversations.open": self._open,
+            "conversations.info": self._info,
             "chat.postMessage": self._post_message,
             "chat.update": self._update,
             "chat.getPermalink": self._permalink,
@@ -190,6 +191,23 @@ class SlackEmulator(SlackControl):
     def _replies(self, req: Request, token: Token) -> dict[str, Any]:
         ch = self._readable(req, token)
         return self.workspace.replies(ch, req.arg("ts"), self._window(req))
+
+    def _info(self, req: Request, token: Token) -> dict[str, Any]:
+        """Slack answers ``channel_not_found`` for a channel that does not exist and for one the
+        token's user may not see (a DM or private channel they are not in); a public channel
+        they have not joined comes back with ``is_member: false``."""
+        ch = self.workspace.channel(req.arg("channel"))
+        member = not ch.members or token.user_id in ch.members
+        if ch.members and not member:
+            raise SlackError("channel_not_found")
+        info = {
+            **ch.to_api(),
+            "is_channel": not (ch.is_im or ch.is_mpim),
+            "is_private": bool(ch.members) and not ch.is_im,
+            "is_archived": False,
+            "is_member": member,
+        }
+        return {"channel": info}
 
     def _open(self, req: Request, token: Token) -> dict[str, Any]:
         if req.arg("channel"):

@@ -10,8 +10,13 @@ from harness_cli.services.slack import LiveSlack, Slack, SlackSettings
 
 
 def slack() -> Slack:
-    """Slack as the operator (``SLACK_USER_TOKEN``, ``SLACK_API_URL``)."""
-    return LiveSlack(SlackSettings.from_env())
+    """Slack as the operator (``SLACK_USER_TOKEN``, ``SLACK_API_URL``); during ``--dry-run``
+    its writes are recorded instead of sent."""
+    from harness_cli import dryrun
+
+    client = LiveSlack(SlackSettings.from_env())
+    plan = dryrun.ACTIVE
+    return client if plan is None else dryrun.RecordingSlack(client, plan)
 
 
 def outbound(cfg: Config, client: Slack | None = None) -> Outbound:
@@ -38,6 +43,9 @@ def lazy_slack() -> Slack:
 
 def gitlab() -> GitLab:
     """GitLab as the harness's account (``GITLAB_URL``, ``GITLAB_TOKEN``)."""
+    from harness_cli import dryrun
     from harness_cli.services.gitlab import GitLabSettings, LiveGitLab
 
-    return LiveGitLab(GitLabSettings.from_env())
+    client = LiveGitLab(GitLabSettings.from_env())
+    plan = dryrun.ACTIVE
+    return client if plan is None else dryrun.RecordingGitLab(client, plan)

@@ -179,6 +179,7 @@ def ensure_repo(
             _prepare(git, 60.0, FRESH_INDEX_LOCK_WAIT)
         elif remote_url and _is_empty_dir(workspace) and _remote_has_history(workspace, remote_url):
             _clone(remote_url, workspace)
+            _check_out_shared_branch(git, branch)
             return EnsureResult("cloned", git.head_sha())
         else:
             git.init(branch)
@@ -363,6 +364,29 @@ def _clone(url: str, workspace: Path) -> None:
     staging.rename(workspace)
 
 
+def _shared_branch(git: Git, heads: dict[str, str], branch: str) -> str:
+    """The branch the other machines push: the remote's HEAD when it names a branch that exists,
+    else ``branch``, else the only (or first) one. A bare remote made by a git that defaults to
+    ``master`` has a HEAD naming a branch nobody pushes; following it would fork the history."""
+    named = git.remote_default_branch(REMOTE)
+    if named in heads:
+        return str(named)
+    return branch if branch in heads else min(heads)
+
+
+def _check_out_shared_branch(git: Git, branch: str) -> None:
+    """After a clone: when the remote's HEAD led nowhere (an unborn branch, nothing checked
+    out), check out the branch that carries the history."""
+    if git.head_sha() is not None:
+        return
+    heads = git.remote_heads(REMOTE)
+    if not heads:
+        return
+    name = _shared_branch(git, heads, branch)
+    log.warning("the workspace remote's HEAD names no pushed branch; using %s", name)
+    git.run("checkout", "-q", "-B", name, f"refs/remotes/{REMOTE}/{name}")
+
+
 def _ensure_origin(git: Git, url: str) -> None:
     current = git.remote_url(REMOTE)
     if current is None:
@@ -378,7 +402,7 @@ def _first_commit(git: Git, branch: str) -> str:
     """Give an unborn repository its first commit, on top of the remote's history if any."""
     heads = git.remote_heads(REMOTE) if git.has_remote(REMOTE) else {}
     if heads:
-        name = git.remote_default_branch(REMOTE) or (branch if branch in heads else min(heads))
+        name = _shared_branch(git, heads, branch)
         git.fetch(REMOTE)
         git.run("symbolic-ref", "HEAD", f"refs/heads/{name}")
         # Mixed reset: the branch takes the remote's history, local files stay as changes.

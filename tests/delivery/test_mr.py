@@ -22,7 +22,6 @@ from harness_cli.delivery.mr import (
     reply_gate,
     submit_mr,
 )
-from harness_cli.errors import ConfigError
 from harness_cli.sandbox.gitlab_api import GitLabEmulator
 from harness_cli.sandbox.scenarios.sample_repo import (
     SAMPLE_BUG_FIX,
@@ -261,8 +260,8 @@ def test_compose_prompt_section_reads_the_sop_each_time(tmp_path: Path) -> None:
     (sops / "STYLE.md").write_text(shipped + "\n6. Name the ticket in the first sentence.\n")
     assert "Name the ticket in the first sentence" in compose_prompt_section(sops)
     (sops / "STYLE.md").unlink()
-    with pytest.raises(ConfigError):
-        compose_prompt_section(sops)
+    # an operator without their own STYLE.md gets the packaged one, never an error
+    assert compose_prompt_section(sops) == section
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,8 @@ def test_init_is_idempotent_and_doctor_reports(
     checks = {c["name"]: c for c in json.loads(out)["data"]}
     assert checks["config"]["status"] == "ok"
     assert checks["workspace"]["status"] == "ok"
-    assert checks["SLACK_USER_TOKEN"]["status"] == "warn"
+    assert checks["SLACK_USER_TOKEN"]["status"] == "fail"  # nothing works without it
+    assert code == 1
 
 
 def test_doctor_on_an_empty_machine_fails_with_fixes(cli) -> None:  # type: ignore[no-untyped-def]

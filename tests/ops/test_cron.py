@@ -20,9 +20,9 @@ from croniter import croniter
 
 from harness_cli.cli import COMMANDS
 from harness_cli.ops import schedule
-from tests.conftest import REPO
+from harness_cli.resources import cron_dir
 
-CRON = REPO / "cron"
+CRON = cron_dir()
 WRAPPER = CRON / "harness-cron"
 CADENCE_S = {
     "poll-slack": 60,
@@ -97,15 +97,21 @@ def test_the_gitlab_schedules_run_the_same_subcommands() -> None:
 
 def test_the_systemd_units_run_harness_listen_and_poll_slack() -> None:
     units = {}
-    for path in (CRON / "systemd").iterdir():
+    assert sorted(p.name for p in (CRON / "systemd").iterdir()) == sorted(schedule.UNITS)
+    for name in schedule.UNITS:
         parser = configparser.ConfigParser(strict=False, interpolation=None)
         parser.optionxform = str  # type: ignore[assignment,method-assign]
-        parser.read_string(path.read_text())
-        units[path.name] = parser
-    assert units["harness-listen.service"]["Service"]["ExecStart"].endswith("harness listen")
-    assert units["harness-listen.service"]["Service"]["Restart"] == "on-failure"
+        text = schedule.render(
+            home=Path("/h"), config=Path("/c"), bin_path="/bin/harness", name=f"systemd/{name}"
+        )
+        assert "@HARNESS_" not in text, name
+        parser.read_string(text)
+        units[name] = parser
+    listen = units["harness-listen.service"]["Service"]
+    assert listen["ExecStart"] == '"/bin/harness" listen'
+    assert listen["Restart"] == "on-failure" and listen["EnvironmentFile"] == "/h/env"
     poll = units["harness-poll-slack.service"]["Service"]
-    assert poll["ExecStart"].endswith("harness poll-slack") and poll["Type"] == "oneshot"
+    assert poll["ExecStart"] == '"/bin/harness" poll-slack' and poll["Type"] == "oneshot"
     assert units["harness-poll-slack.timer"]["Timer"]["OnCalendar"] == "*-*-* *:*:00"
 
 

@@ -515,7 +515,12 @@ def test_prices_per_family_with_cache_factors() -> None:
 def test_the_factory_picks_by_name_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert build_runtime("anthropic").name == "anthropic"
     assert build_runtime("claude-code").name == "claude-code"
-    assert runtime_name("anthropic") == "anthropic" and runtime_name(None) == "claude-code"
+    assert runtime_name("anthropic") == "anthropic" and runtime_name("claude-code") == "claude-code"
+    # unset: the claude CLI when there is one, else the harness's own loop
+    monkeypatch.setenv("HARNESS_CLAUDE_BIN", "/bin/true")
+    assert runtime_name(None) == "claude-code"
+    monkeypatch.setenv("HARNESS_CLAUDE_BIN", "/nonexistent/claude")
+    assert runtime_name(None) == "anthropic"
     monkeypatch.setenv("HARNESS_RUNTIME", "anthropic")
     assert runtime_name("claude-code") == "anthropic" and build_runtime().name == "anthropic"
     with pytest.raises(ConfigError, match="unknown runtime 'gpt'"):
