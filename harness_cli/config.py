@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from harness_cli import paths
 from harness_cli.delivery.monitor_thresholds import MonitorThresholds
@@ -29,6 +36,19 @@ M = TypeVar("M", bound=BaseModel)
 
 class _Human(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+CONFIG_SCHEMA_VERSION = 1
+"""The newest ``schema_version`` of harness.yaml and projects.yaml this harness understands. A
+file written for a newer harness is refused (exit 2), never half-understood."""
+
+
+def _known_schema(version: int) -> int:
+    if version > CONFIG_SCHEMA_VERSION:
+        raise ValueError(
+            f"schema_version {version} is newer than this harness ({CONFIG_SCHEMA_VERSION})"
+        )
+    return version
 
 
 class Operator(_Human):
@@ -70,7 +90,8 @@ class Thresholds(_Human):
 
 
 class HarnessConfig(_Human):
-    schema_version: int = 1
+    schema_version: int = Field(CONFIG_SCHEMA_VERSION, ge=1)
+    _schema = field_validator("schema_version")(_known_schema)
     operator: Operator
     outbound_allowlist: list[str] | None = None
     """The only channels the harness may post to. Default: the operator's self-DM only."""
@@ -119,7 +140,8 @@ class Project(_Human):
 
 
 class ProjectsConfig(_Human):
-    schema_version: int = 1
+    schema_version: int = Field(CONFIG_SCHEMA_VERSION, ge=1)
+    _schema = field_validator("schema_version")(_known_schema)
     default_project: str
     projects: dict[str, Project]
 
@@ -254,6 +276,8 @@ def _explain(path: Path, exc: ValidationError, root: yaml.Node | None) -> Config
         hint = f"add `{loc[-1]}:` there"
     elif kind == "extra_forbidden":
         hint = "unknown key (a typo?); remove it or check the spelling against the docs"
+    elif loc == ["schema_version"] and "newer" in err["msg"]:
+        hint = "the file was written for a newer harness: upgrade harness on this machine"
     else:
         hint = f"got {err.get('input')!r}"
     more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""

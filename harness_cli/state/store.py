@@ -82,23 +82,15 @@ class JsonFile(Generic[M]):
             raw = self.path.read_bytes()
         except FileNotFoundError:
             return self.model()
+        check_schema_version(self.path, raw, self.model)
         try:
-            data = json.loads(raw)
-            version = data.get("schema_version", 1) if isinstance(data, dict) else None
-            current = self.model.model_fields["schema_version"].default
-            if isinstance(version, int) and version > current:
-                raise StateError(
-                    f"{self.path} has schema_version {version}, "
-                    f"newer than this harness ({current})",
-                    hint="upgrade harness on this machine; the file was left untouched",
-                )
-            return self.model.model_validate(data)
+            return self.model.model_validate(json.loads(raw))
         except (ValueError, ValidationError) as exc:
             aside = self._move_aside(raw)
-            reason = str(exc).splitlines()[0][:200]
             raise StateError(
-                f"{self.path} was unreadable ({reason}); moved it to {aside}",
-                hint="inspect or restore it; the next run starts that file empty",
+                f"{self.path} was unreadable ({unreadable_reason(raw, exc)}); moved it to {aside}",
+                hint=f"mend it and move it back (mv {aside} {self.path}), or leave it: "
+                "the next run starts that file empty",
             ) from None
 
     def _move_aside(self, raw: bytes) -> Path:
@@ -108,3 +100,36 @@ class JsonFile(Generic[M]):
             if self.path.read_bytes() == raw:
                 os.replace(self.path, aside)
         return aside
+
+
+def check_schema_version(path: Path, raw: bytes, model: type[BaseModel]) -> None:
+    """A file written by a newer harness is refused, and left untouched: this harness would
+    drop or misread what it does not know."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return
+    version = data.get("schema_version", 1) if isinstance(data, dict) else None
+    current = model.model_fields["schema_version"].default
+    if isinstance(version, int) and not isinstance(version, bool) and version > current:
+        raise StateError(
+            f"{path} has schema_version {version}, newer than this harness ({current})",
+            hint="upgrade harness on this machine; the file was left untouched",
+        )
+
+
+def unreadable_reason(raw: bytes, exc: Exception) -> str:
+    """Why a file did not load, in a few words an operator can act on."""
+    if not raw.strip():
+        return "the file is empty"
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        first = errors[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the top level"
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        if first["type"] == "json_invalid":
+            return "not valid JSON"
+        return f"{where}: {first['msg']}{more}"
+    if isinstance(exc, UnicodeDecodeError):
+        return "binary, not UTF-8 JSON"
+    return f"not valid JSON: {str(exc).splitlines()[0][:160]}"
