@@ -234,6 +234,7 @@ class AnthropicRuntime:
                 running.append((tool, contract, limit, pool.submit(_run_one, contract, ctx, call)))
             for tool, contract, limit, future in running:
                 text, is_error = _wait(tool.name, contract, min(limit, ctx.deadline), future)
+                text = redact(text)  # a tool result goes to the model: the one redaction point
                 tool.output, tool.is_error = text[:OUTPUT_KEEP], is_error
                 tool.ended, tool.done = time.monotonic() - started, True
                 req.emit("tool_result", id=tool.id, is_error=is_error, output=text[:500])

@@ -13,6 +13,7 @@ import logging
 from harness_cli.config import Thresholds
 from harness_cli.errors import PolicyRefused
 from harness_cli.logs import event
+from harness_cli.redaction import redact
 from harness_cli.services.slack import Message, Slack
 from harness_cli.state import dedup
 
@@ -48,7 +49,7 @@ class Outbound:
 
     def post(self, channel: str, text: str, *, thread_ts: str | None = None) -> str:
         self.check(channel, "post")
-        ts = self.slack.post(channel, text + SIGNATURE, thread_ts=thread_ts)
+        ts = self.slack.post(channel, redact(text) + SIGNATURE, thread_ts=thread_ts)
         # Our own post must never come back as input (poll-slack and listen both read the DM).
         dedup.claim(
             [dedup.message_key(channel, ts)],
@@ -59,7 +60,7 @@ class Outbound:
 
     def update(self, channel: str, ts: str, text: str) -> None:
         self.check(channel, "update a message")
-        self.slack.update(channel, ts, text + SIGNATURE)
+        self.slack.update(channel, ts, redact(text) + SIGNATURE)
 
     def react(self, channel: str, ts: str, name: str) -> None:
         self.check(channel, "react")

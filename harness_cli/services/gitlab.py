@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from harness_cli.errors import ConfigError, ServiceError
+from harness_cli.redaction import redact, redact_value
 from harness_cli.services.gitlab_guard import Bounds, guard
 
 T = TypeVar("T")
@@ -206,8 +207,8 @@ class LiveGitLab:
         fields = {
             "source_branch": source_branch,
             "target_branch": target_branch,
-            "title": full_title,
-            "description": description,
+            "title": redact(full_title),
+            "description": redact(description),
         }
         try:
             return self._guard(
@@ -239,7 +240,7 @@ class LiveGitLab:
     def update_mr(self, project: str, iid: int, **fields: Any) -> MergeRequest:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         for name, value in fields.items():
-            setattr(mr, name, value)
+            setattr(mr, name, redact_value(value))
         self.calls += 1
         self._guard(mr.save)
         return self.get_mr(project, iid)
@@ -271,12 +272,12 @@ class LiveGitLab:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         discussion = mr.discussions.get(discussion_id, lazy=True)
         self.calls += 1
-        self._guard(lambda: discussion.notes.create({"body": body}))
+        self._guard(lambda: discussion.notes.create({"body": redact(body)}))
 
     def note(self, project: str, iid: int, body: str) -> None:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         self.calls += 1
-        self._guard(lambda: mr.notes.create({"body": body}))
+        self._guard(lambda: mr.notes.create({"body": redact(body)}))
 
     def resolve(self, project: str, iid: int, discussion_id: str) -> None:
         mr = self._project(project).mergerequests.get(iid, lazy=True)

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from harness_cli import clock
 from harness_cli.errors import StateError
 from harness_cli.logs import event
+from harness_cli.redaction import redact_bytes
 from harness_cli.state.locks import hold
 
 M = TypeVar("M", bound=BaseModel)
@@ -36,7 +37,13 @@ TOLD = ".told"
 """``<copy>.told``: the operator has been told about that copy (a DM went out)."""
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, verbatim: bool = False) -> None:
+    """Write ``data`` to ``path`` atomically. Text passes the one redaction point first: case
+    files are committed and pushed, state files are read back into posts and prompts.
+    ``verbatim`` is for the few files whose bytes must stay exact (a file restored as it was,
+    the sandbox's env file of fake tokens)."""
+    if not verbatim:
+        data = redact_bytes(data)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -56,8 +63,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path, text: str, *, verbatim: bool = False) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), verbatim=verbatim)
 
 
 def atomic_write_json(path: Path, data: object) -> None:
