@@ -56,7 +56,11 @@ def counts(message: Message, thread: Thread, operator: str) -> bool:
     ts, user = str(message.get("ts", "")), str(message.get("user", ""))
     if not ts or ts == thread.thread_ts:
         return False
-    if message.get("bot_id") or message.get("subtype") in _NOISE_SUBTYPES or is_own_post(message):
+    if (
+        message.get("bot_id")
+        or message.get("subtype") in _NOISE_SUBTYPES
+        or is_own_post(message, thread.channel)
+    ):
         return False
     if thread.in_self_dm:
         return user == operator and not is_admin_text(str(message.get("text", "")))
