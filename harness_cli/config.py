@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from harness_cli import paths
+from harness_cli.bounds import InputBounds
 from harness_cli.delivery.monitor_thresholds import MonitorThresholds
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError
@@ -115,6 +116,8 @@ class HarnessConfig(_Human):
     """followup, the gap analyzer and consolidation (the 50 % output-size guard …)."""
     improvement: ImprovementThresholds = Field(default_factory=ImprovementThresholds)
     """finalize's filters and the harness's own repo; kb-update's 10 / 3 / 6."""
+    inputs: InputBounds = Field(default_factory=InputBounds)
+    """How much third-party text (ticket, replies, CI logs, tool results) a prompt takes."""
 
     @property
     def allowlist(self) -> list[str]:

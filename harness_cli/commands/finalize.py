@@ -59,7 +59,7 @@ def _services(cfg: Config) -> Services:
         make_gitlab=factory.gitlab,
         make_outbound=lambda: factory.outbound(cfg, factory.lazy_slack()),
         make_runtime=lambda: build_runtime(
-            runtime_name(cfg.harness.runtime), model=cfg.harness.model
+            runtime_name(cfg.harness.runtime), model=cfg.harness.model, inputs=cfg.harness.inputs
         ),
     )
 

@@ -38,7 +38,9 @@ def run_dev_agent(
         cfg=cfg,
         case=case,
         case_dir=registry.case_dir(case_id),
-        runtime=build_runtime(runtime_name(cfg.harness.runtime), model=cfg.harness.model),
+        runtime=build_runtime(
+            runtime_name(cfg.harness.runtime), model=cfg.harness.model, inputs=cfg.harness.inputs
+        ),
         gitlab=factory.gitlab(),
         out=factory.outbound(cfg, factory.lazy_slack()),
         args={**args, "mode": mode},

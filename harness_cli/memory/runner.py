@@ -35,7 +35,9 @@ def build(cfg: Config, case_dir: Path, project: str, limits: MemoryThresholds) -
     from harness_cli.agents.factory import build_runtime, runtime_name
     from harness_cli.investigation.loop import cache_prefix
 
-    runtime = build_runtime(runtime_name(cfg.harness.runtime), model=cfg.harness.model)
+    runtime = build_runtime(
+        runtime_name(cfg.harness.runtime), model=cfg.harness.model, inputs=cfg.harness.inputs
+    )
     return CaseRunner(
         runtime,
         cfg,
