@@ -55,7 +55,8 @@ _PATTERNS: list[re.Pattern[str]] = [
     re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}"),
     re.compile(r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"),
     re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]{8,}"),
+    # a bearer credential, not prose ("Bearer authentication fails"): long, with a digit
+    re.compile(r"(?i)(bearer\s+)(?=[A-Za-z0-9._~+/=\-]*[0-9])[A-Za-z0-9._~+/=\-]{16,}"),
     re.compile(r"(?i)(private-token[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9._\-]{8,}"),
     re.compile(r"(?i)(x-api-key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9._\-]{8,}"),
     # credentials embedded in a URL: scheme://user:secret@host (never across quotes or spaces)

@@ -94,3 +94,8 @@ def test_redaction_keeps_json_valid_and_binary_untouched() -> None:
     assert data["url"] == "https://u:[REDACTED]@h/p.git" and data["k"] == REDACTED
     blob = b"\x89PNG\r\n\x1a\n" + SECRETS[0].encode() + b"\xff"
     assert redact_bytes(blob) == blob
+
+
+def test_prose_about_credentials_is_not_mangled() -> None:
+    text = "Bearer authentication fails since Tuesday; the private token page says expired"
+    assert redact(text) == text
