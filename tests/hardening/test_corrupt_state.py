@@ -149,6 +149,19 @@ CASE_READERS = [
 
 
 @pytest.mark.parametrize("variant", sorted(CASE_CORRUPTIONS))
+def test_every_memory_json_corruption_is_exit_2_naming_the_file(
+    cli, ready: Path, tmp_path: Path, variant: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The case's memory (followup and consolidation) is a case file too."""
+    home = tmp_path / "harness-home"
+    path = tmp_path / "workspace" / "case-workspaces" / CASE / "memory.json"
+    content = CASE_CORRUPTIONS[variant].replace(b'"AAA-7"', b'"x"')
+    path.write_bytes(content if variant != "wrong-types" else b'{"turns": "many"}')
+    code, _, err = cli("consolidate", CASE)
+    _assert_bad_input(code, err, "memory.json", home, f"memory.json {variant} → consolidate")
+
+
+@pytest.mark.parametrize("variant", sorted(CASE_CORRUPTIONS))
 def test_every_case_json_corruption_is_exit_2_naming_the_file(
     cli, ready: Path, tmp_path: Path, variant: str
 ) -> None:  # type: ignore[no-untyped-def]
