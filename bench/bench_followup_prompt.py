@@ -90,7 +90,12 @@ def seed_case(root: Path, slack: SlackEmulator) -> str:
     for step in ("investigating", "awaiting_approval"):
         with registry.update_case(CASE, thresholds, step) as case:
             case.move(step, by="bench")
-    parent = slack.post_as("D0SELF", "U0OPERATOR", f"New ticket → case *{CASE}*\u2063")
+    parent = slack.post_as(
+        "D0SELF",
+        "U0OPERATOR",
+        f"New ticket → case *{CASE}*",
+        metadata={"event_type": "harness_post", "event_payload": {"kind": "post"}},
+    )
     registry.register_thread(
         registry.load_case(CASE), channel="D0SELF", thread_ts=parent["ts"], role="case_thread"
     )

@@ -267,7 +267,7 @@ def _report(exc: errors.HarnessError) -> int:
     if OPTIONS.verbose:
         import traceback
 
-        traceback.print_exception(exc, file=sys.stderr)
+        sys.stderr.write(redact("".join(traceback.format_exception(exc))))
     line = redact(exc.line())
     if OPTIONS.json:
         import json

@@ -14,10 +14,18 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from harness_cli import paths
 from harness_cli.agents.sandbox import SandboxSettings
+from harness_cli.bounds import InputBounds
 from harness_cli.delivery.monitor_thresholds import MonitorThresholds
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError
@@ -30,6 +38,19 @@ M = TypeVar("M", bound=BaseModel)
 
 class _Human(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+CONFIG_SCHEMA_VERSION = 1
+"""The newest ``schema_version`` of harness.yaml and projects.yaml this harness understands. A
+file written for a newer harness is refused (exit 2), never half-understood."""
+
+
+def _known_schema(version: int) -> int:
+    if version > CONFIG_SCHEMA_VERSION:
+        raise ValueError(
+            f"schema_version {version} is newer than this harness ({CONFIG_SCHEMA_VERSION})"
+        )
+    return version
 
 
 class Operator(_Human):
@@ -71,7 +92,8 @@ class Thresholds(_Human):
 
 
 class HarnessConfig(_Human):
-    schema_version: int = 1
+    schema_version: int = Field(CONFIG_SCHEMA_VERSION, ge=1)
+    _schema = field_validator("schema_version")(_known_schema)
     operator: Operator
     outbound_allowlist: list[str] | None = None
     """The only channels the harness may post to. Default: the operator's self-DM only."""
@@ -98,6 +120,8 @@ class HarnessConfig(_Human):
     """finalize's filters and the harness's own repo; kb-update's 10 / 3 / 6."""
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     """The box the agents' commands run in (bubblewrap); fail closed unless opted out."""
+    inputs: InputBounds = Field(default_factory=InputBounds)
+    """How much third-party text (ticket, replies, CI logs, tool results) a prompt takes."""
 
     @property
     def allowlist(self) -> list[str]:
@@ -130,7 +154,8 @@ class Project(_Human):
 
 
 class ProjectsConfig(_Human):
-    schema_version: int = 1
+    schema_version: int = Field(CONFIG_SCHEMA_VERSION, ge=1)
+    _schema = field_validator("schema_version")(_known_schema)
     default_project: str
     projects: dict[str, Project]
 
@@ -265,6 +290,8 @@ def _explain(path: Path, exc: ValidationError, root: yaml.Node | None) -> Config
         hint = f"add `{loc[-1]}:` there"
     elif kind == "extra_forbidden":
         hint = "unknown key (a typo?); remove it or check the spelling against the docs"
+    elif loc == ["schema_version"] and "newer" in err["msg"]:
+        hint = "the file was written for a newer harness: upgrade harness on this machine"
     else:
         hint = f"got {err.get('input')!r}"
     more = f" (+{len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""

@@ -99,4 +99,7 @@ def _state_files() -> list[Check]:
             handle.read()
         except HarnessError as exc:
             out.append(Check(f"state {handle.path.name}", "fail", exc.message, exc.hint or ""))
+        if handle.stood_in:  # the kill switch fails closed instead of raising
+            detail = f"unreadable ({handle.stood_in}): the harness holds itself paused"
+            out.append(Check(f"state {handle.path.name}", "fail", detail, "`harness resume`"))
     return out or [Check("state files", "ok", "readable")]

@@ -173,13 +173,22 @@ class RecordingSlack:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def post(self, channel: str, text: str, *, thread_ts: str | None = None) -> str:
+    def post(
+        self,
+        channel: str,
+        text: str,
+        *,
+        thread_ts: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
         self._n += 1
         where = f"{channel} (thread {thread_ts})" if thread_ts else channel
         self._plan.add(f"would post to {where}: {text}")
         return f"9999999999.{self._n:06d}"
 
-    def update(self, channel: str, ts: str, text: str) -> None:
+    def update(
+        self, channel: str, ts: str, text: str, *, metadata: dict[str, Any] | None = None
+    ) -> None:
         self._plan.add(f"would edit {channel}/{ts}: {text}")
 
     def react(self, channel: str, ts: str, name: str) -> None:

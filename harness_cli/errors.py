@@ -42,7 +42,11 @@ class ServiceError(HarnessError):
 
 
 class StateError(HarnessError):
-    """A state file is unreadable; it was moved aside, never silently reset."""
+    """A state or case file is unreadable (truncated, binary, wrong types, from a newer harness).
+    Bad state is bad input (CONTRACT §1: exit 2, one line naming the file and the fix); the
+    file is moved aside or left in place, never silently reset."""
+
+    exit_code = EXIT_USAGE
 
 
 class StateConflict(HarnessError):

@@ -6,8 +6,8 @@
 - stderr: warnings (debug with ``-v``): one readable line each on a terminal
   (``warning: event — key=value …``), JSON lines under cron.
 
-Every handler passes through one redaction filter: no token reaches a log, an error line or a
-crash file.
+Every handler passes through one redaction filter, which calls the harness's one redaction
+point (:mod:`harness_cli.redaction`): no token reaches a log, an error line or a crash file.
 """
 
 from __future__ import annotations
@@ -16,51 +16,25 @@ import json
 import logging
 import logging.handlers
 import os
-import re
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from harness_cli.redaction import REDACTED, redact, redact_value
+
+__all__ = [
+    "REDACTED",
+    "ROOT",
+    "SYSTEM",
+    "JsonLines",
+    "RedactFilter",
+    "event",
+    "redact",
+    "setup_cli_logging",
+]
+
 ROOT = "harness"
 SYSTEM = "harness.system"
-
-_SECRET_PATTERNS = [
-    re.compile(r"xox[abposre]-[A-Za-z0-9-]{6,}"),
-    re.compile(r"xapp-[A-Za-z0-9-]{6,}"),
-    re.compile(r"gl(?:pat|dt|rt|ptt|oas|cbt|imt|ft|agent)-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]{8,}"),
-    re.compile(r"(?i)(private-token[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9._\-]{8,}"),
-    re.compile(r"(?i)(x-api-key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9._\-]{8,}"),
-    # credentials embedded in a URL: scheme://user:secret@host
-    re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)@"),
-]
-_SECRET_ENV = (
-    "SLACK_USER_TOKEN",
-    "SLACK_APP_TOKEN",
-    "SLACK_BOT_TOKEN",
-    "GITLAB_TOKEN",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "PAGERDUTY_TOKEN",
-)
-REDACTED = "[REDACTED]"
-
-
-def redact(text: str) -> str:
-    """Replace anything that looks like a token, and the value of every secret variable."""
-    for name in _SECRET_ENV:
-        value = os.environ.get(name)
-        if value and len(value) >= 6:
-            text = text.replace(value, REDACTED)
-    for pattern in _SECRET_PATTERNS:
-        if pattern.groups == 2:  # url credentials: keep the user, hide the secret
-            text = pattern.sub(lambda m: f"{m.group(1)}:{REDACTED}@", text)
-        elif pattern.groups == 1:
-            text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
-        else:
-            text = pattern.sub(REDACTED, text)
-    return text
 
 
 class RedactFilter(logging.Filter):
@@ -69,12 +43,8 @@ class RedactFilter(logging.Filter):
         record.args = None
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
-            record.fields = {k: _redact_value(v) for k, v in fields.items()}
+            record.fields = {k: redact_value(v) for k, v in fields.items()}
         return True
-
-
-def _redact_value(value: Any) -> Any:
-    return redact(value) if isinstance(value, str) else value
 
 
 class JsonLines(logging.Formatter):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import typer
 
+from harness_cli.redaction import redact
 from harness_cli.result import Result
 
 
@@ -27,13 +28,27 @@ OPTIONS = Options()
 
 
 def emit(result: Result) -> None:
-    """Print the result once and end the command with its exit code."""
+    """Print the result once and end the command with its exit code. What is printed passes
+    the one redaction point (cron appends stdout to its logs)."""
     if OPTIONS.json:
-        sys.stdout.write(json.dumps(result.to_json(), default=str) + "\n")
+        sys.stdout.write(redact(json.dumps(result.to_json(), default=str)) + "\n")
     else:
-        _human(result)
+        _human(_redacted(result))
     if result.exit_code:
         raise typer.Exit(result.exit_code)
+
+
+def _redacted(result: Result) -> Result:
+    from dataclasses import replace
+
+    return replace(
+        result,
+        changed=[redact(x) for x in result.changed],
+        skipped=[redact(x) for x in result.skipped],
+        messages=[redact(x) for x in result.messages],
+        errors=[redact(x) for x in result.errors],
+        rows=[[redact(str(c)) for c in row] for row in result.rows],
+    )
 
 
 def _human(result: Result) -> None:

@@ -34,6 +34,7 @@ from harness_cli.agents.runtime import (
     Usage,
     cost_usd,
 )
+from harness_cli.bounds import InputBounds, bound
 from harness_cli.errors import ConfigError
 from harness_cli.logs import event, redact
 from harness_cli.state.store import atomic_write_json
@@ -98,6 +99,7 @@ class AnthropicRuntime:
         sessions_dir: Path | None = None,
         prompt_cache: bool | None = None,
         sandbox_settings: sandbox.SandboxSettings | None = None,
+        tool_result_chars: int | None = None,
     ) -> None:
         """``client_factory`` builds a fresh ``anthropic.Anthropic`` per run (default: from the
         environment, ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``), closed when the run ends;
@@ -114,6 +116,8 @@ class AnthropicRuntime:
             prompt_cache = os.environ.get(PROMPT_CACHE_ENV, "1") != "0"
         self.prompt_cache = prompt_cache
         self.sandbox = sandbox_settings or sandbox.SandboxSettings()
+        self.tool_result_chars = tool_result_chars or InputBounds().tool_result_chars
+        """One tool result's size in the next request (``inputs.tool_result_chars``)."""
 
     def run(self, req: RunRequest) -> RunResult:
         offered = {
@@ -257,6 +261,13 @@ class AnthropicRuntime:
                 running.append((tool, contract, limit, pool.submit(_run_one, contract, ctx, call)))
             for tool, contract, limit, future in running:
                 text, is_error = _wait(tool.name, contract, min(limit, ctx.deadline), future)
+                # a tool result goes to the model: the one redaction point, and bounded
+                text = bound(
+                    redact(text),
+                    self.tool_result_chars,
+                    what=f"the {tool.name} result",
+                    where="nowhere else: narrow the call (offset/limit, a tighter pattern)",
+                )
                 tool.output, tool.is_error = text[:OUTPUT_KEEP], is_error
                 tool.ended, tool.done = time.monotonic() - started, True
                 req.emit("tool_result", id=tool.id, is_error=is_error, output=text[:500])

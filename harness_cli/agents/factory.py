@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from harness_cli.agents.runtime import Runtime
 from harness_cli.agents.sandbox import SandboxSettings
+from harness_cli.bounds import InputBounds
 from harness_cli.errors import ConfigError
+
+if TYPE_CHECKING:
+    from harness_cli.config import Config
 
 RUNTIMES = ("claude-code", "anthropic")
 log = logging.getLogger("harness.agents")
@@ -40,10 +45,12 @@ def build_runtime(
     *,
     model: str | None = None,
     sandbox: SandboxSettings | None = None,
+    inputs: InputBounds | None = None,
 ) -> Runtime:
     """The runtime called ``name`` (default: ``runtime_name()``). Neither the claude binary
     nor the anthropic SDK is touched here: each is looked up or imported when a run starts.
-    ``sandbox``: harness.yaml's ``sandbox:`` (default: required)."""
+    ``sandbox``: harness.yaml's ``sandbox:`` (default: required); ``inputs``: its ``inputs:``
+    bounds (the size of one tool result in the next request)."""
     from harness_cli import dryrun
 
     if dryrun.ACTIVE is not None:  # --dry-run: the first model call ends the run
@@ -56,8 +63,23 @@ def build_runtime(
     if chosen == "anthropic":
         from harness_cli.agents.anthropic_loop import DEFAULT_MODEL, AnthropicRuntime
 
-        return AnthropicRuntime(model=model or DEFAULT_MODEL, sandbox_settings=sandbox)
+        return AnthropicRuntime(
+            model=model or DEFAULT_MODEL,
+            sandbox_settings=sandbox,
+            tool_result_chars=(inputs or InputBounds()).tool_result_chars,
+        )
     raise ConfigError(
         f"unknown runtime {chosen!r}",
         hint=f"set HARNESS_RUNTIME or harness.yaml `runtime` to one of: {', '.join(RUNTIMES)}",
+    )
+
+
+def configured_runtime(cfg: Config) -> Runtime:
+    """The runtime harness.yaml asks for (``HARNESS_RUNTIME`` still wins), with its model, its
+    sandbox and its input bounds: the one way a workflow builds its runtime."""
+    return build_runtime(
+        runtime_name(cfg.harness.runtime),
+        model=cfg.harness.model,
+        sandbox=cfg.harness.sandbox,
+        inputs=cfg.harness.inputs,
     )

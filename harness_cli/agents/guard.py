@@ -208,7 +208,7 @@ def _restore(path: Path, old: _Entry) -> str:
         os.symlink(old.link, path)
         return str(path)
     assert old.data is not None
-    atomic_write_bytes(path, old.data)
+    atomic_write_bytes(path, old.data, verbatim=True)  # put back exactly as it was
     os.chmod(path, stat.S_IMODE(old.mode))
     os.utime(path, ns=(old.mtime_ns, old.mtime_ns))
     return str(path)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from harness_cli.redaction import redact
+
 Stop = Literal["end_turn", "max_turns", "timeout", "error"]
 EventKind = Literal["init", "text", "tool_use", "tool_result", "usage", "retry"]
 
@@ -117,14 +119,22 @@ class RunRequest:
     Only trees no concurrent run may write to: the guard puts back *any* change there."""
     on_event: Callable[[RunEvent], None] | None = None
 
+    def __post_init__(self) -> None:
+        # What goes to the model leaves the machine: the one redaction point (a ticket, a log
+        # or a CI trace quoted in a prompt may carry a token).
+        self.prompt = redact(self.prompt)
+        self.system = redact(self.system)
+        self.cache_prefix = tuple(redact(b) for b in self.cache_prefix)
+
     def emit(self, kind: EventKind, **data: Any) -> None:
         if self.on_event is not None:
             self.on_event(RunEvent(kind, data))
 
     def role_prompt(self) -> str:
-        if _ROLE_RE.search(self.prompt):
-            return self.prompt
-        return f"{ROLE_MARKER.format(role=self.role)} {self.prompt}"
+        prompt = redact(self.prompt)
+        if _ROLE_RE.search(prompt):
+            return prompt
+        return f"{ROLE_MARKER.format(role=self.role)} {prompt}"
 
 
 @dataclass

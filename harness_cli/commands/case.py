@@ -88,11 +88,14 @@ def list_(
         raise InputError(
             f"--status {status!r} is not a case status", hint=f"one of: {', '.join(statuses)}"
         )
-    cases = list_cases(status=status, project=project)
+    cases = list_cases(status=status, project=project, include_broken=True)
     result = Result("case list", data=cases, columns=["case", "project", "status", "title"])
     result.rows = [
-        [c["id"], c["project"] or "", c["status"] or "", c["title"] or ""] for c in cases
+        [str(c[k] if c[k] is not None else "") for k in ("id", "project", "status", "title")]
+        for c in cases
     ]
+    # An unreadable case.json is listed, and what is wrong with it said once, with the fix.
+    result.errors += [c["problem"] for c in cases if c.get("problem")]
     if not cases:
         result.messages.append(f"no cases in {paths.cases_root()}")
     emit(result)

@@ -51,16 +51,14 @@ def finalize(
 
 
 def _services(cfg: Config) -> Services:
-    from harness_cli.agents.factory import build_runtime, runtime_name
+    from harness_cli.agents.factory import configured_runtime
     from harness_cli.improvement.finalize import Services
     from harness_cli.services import factory
 
     return Services(
         make_gitlab=factory.gitlab,
         make_outbound=lambda: factory.outbound(cfg, factory.lazy_slack()),
-        make_runtime=lambda: build_runtime(
-            runtime_name(cfg.harness.runtime), model=cfg.harness.model, sandbox=cfg.harness.sandbox
-        ),
+        make_runtime=lambda: configured_runtime(cfg),
     )
 
 

@@ -67,6 +67,7 @@ def _context() -> MonitorCtx:
     gitlab = factory.gitlab()
     if isinstance(gitlab, LiveGitLab):
         gitlab.deadline = time.monotonic() + thresholds.cycle_budget_seconds
+        gitlab.max_retries = thresholds.gitlab_max_retries
     return MonitorCtx(
         cfg=cfg,
         gitlab=gitlab,

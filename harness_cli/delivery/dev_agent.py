@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli.agents.runtime import RunRequest, Runtime
+from harness_cli.bounds import bound
 from harness_cli.config import Config
 from harness_cli.delivery import acceptance, mr, push, worktrees
 from harness_cli.delivery.commit import (
@@ -211,7 +212,14 @@ def run_fix_ci(work: Work) -> dict[str, Any]:
     if work.args.get("merge_status"):
         outcome = _push(work, wt, f"bring the branch up to date ({work.args['merge_status']})")
         return {"mode": "fix_ci", "state": "recovered" if outcome.pushed else "escalated"}
-    trace = _read(Path(str(work.args.get("trace_file", ""))))[-6000:]
+    trace_file = Path(str(work.args.get("trace_file", "")))
+    trace = bound(
+        _read(trace_file),
+        work.cfg.harness.inputs.job_trace_chars,
+        what="the job log",
+        where=str(trace_file),
+        keep="tail",
+    )
     job = (
         "The MR's pipeline failed. The failed job's log ends with:\n```\n"
         + trace

@@ -14,7 +14,8 @@ scaling the polling itself proved the hard part." So a cycle is incremental:
   branch does not touch the MR either);
 - a project's cursor moves only once its listing was handled completely, so a cycle cut short
   by rate limits or a crash resumes where it stopped;
-- an MR (or project) GitLab answers 404 for is dropped at once — the dead-cursor storm of
+- an MR (or project) GitLab answers 404 for in ``drop_after_not_found_cycles`` cycles in a row
+  is dropped and the operator told — one 404 may be a blip, and the dead-cursor storm of
   "12 retries per cycle for hours" cannot come back.
 
 The loops it closes — CI auto-fix capped at three in a row then one escalation, reviewer
@@ -104,7 +105,10 @@ def _poll_project(
             found = call(ctx, lambda: ctx.gitlab.list_mrs(project, updated_after=cursor))
         except Gone:
             for key in entries:
-                _drop(ctx, key, f"project {project} not found")
+                _not_found(ctx, key, f"project {project} not found")
+            return
+        except HarnessError as exc:  # a 5xx, a malformed answer: this project waits a cycle
+            _error(ctx, f"{project} (listing)", exc)
             return
         listed = {m.iid: m for m in found}
     changed = [
@@ -122,7 +126,7 @@ def _poll_project(
         try:
             _examine(ctx, key, entry, listed.get(entry.iid), me, paused)
         except Gone:
-            _drop(ctx, key, "merge request not found")
+            _not_found(ctx, key, "merge request not found")
         except HarnessError as exc:
             complete = False
             _error(ctx, key, exc)
@@ -134,6 +138,8 @@ def _forced_reason(entry: MonitoredMr, paused: bool) -> str:
     """Why an MR is read this cycle whatever the listing says ("" = it is not)."""
     if entry.rescan_requested:
         return "rescan"
+    if entry.not_found_cycles:
+        return "404 last cycle"
     if not entry.seen_updated_at:
         return "new"
     if entry.escalated and not entry.paused:
@@ -216,11 +222,36 @@ def _examine(
         mr = listed
     else:
         mr = call(ctx, lambda: ctx.gitlab.get_mr(entry.project, entry.iid))
+    if entry.not_found_cycles:
+        _found_again(key)
     ctx.report.examined.append(key)
     if mr.state in TERMINAL:
         finish(ctx, key, entry, mr)
         return
     Examination(ctx, key, entry, mr, me=me, globally_paused=paused).run()
+
+
+def _not_found(ctx: MonitorCtx, key: str, why: str) -> None:
+    """A 404 this cycle: counted, and the MR dropped once the count reaches the threshold."""
+    limit = ctx.thresholds.drop_after_not_found_cycles
+    with files.monitored_mrs().update() as state:
+        entry = state.mrs.get(key)
+        if entry is None:
+            return
+        entry.not_found_cycles += 1
+        count = entry.not_found_cycles
+    if count >= limit:
+        _drop(ctx, key, f"{why} (404 in {count} cycles in a row)")
+        return
+    event(log, "mr_not_found", logging.WARNING, mr=key, why=why, cycles=count, limit=limit)
+    ctx.report.deferred.append(f"{key}: {why} (404, {count} of {limit} before it is dropped)")
+
+
+def _found_again(key: str) -> None:
+    with files.monitored_mrs().update() as state:
+        entry = state.mrs.get(key)
+        if entry is not None:
+            entry.not_found_cycles = 0
 
 
 def _drop(ctx: MonitorCtx, key: str, why: str) -> None:
@@ -243,9 +274,12 @@ def _tell_dropped(ctx: MonitorCtx) -> None:
         return
     listing = ", ".join(ctx.report.dropped[:20])
     more = len(ctx.report.dropped) - 20
+    cycles = ctx.thresholds.drop_after_not_found_cycles
     text = (
         f"mr-monitor stopped watching {len(ctx.report.dropped)} MR(s) GitLab no longer has "
-        f"(404): {listing}" + (f" and {more} more" if more > 0 else "") + "."
+        f"(404 in {cycles} cycles in a row): {listing}"
+        + (f" and {more} more" if more > 0 else "")
+        + ". `harness mr-monitor --watch GROUP/PROJECT!IID --case CASE` watches one again."
     )
     try:
         dm(ctx, None, text)

@@ -44,6 +44,11 @@ class MonitorThresholds(BaseModel):
     stale_recheck_per_cycle: int = Field(3, ge=0)
     """At most this many stale MRs (oldest first) per cycle, so 100 idle MRs never cost 100
     calls in one cycle."""
+    drop_after_not_found_cycles: int = Field(3, ge=1)
+    """An MR (or a whole project) GitLab answers 404 for is dropped after this many cycles in a
+    row, and the operator told once; until then it is re-read every cycle. One 404 can be a
+    blip (a proxy, a token's permissions being changed), and dropping on it lost MRs for good;
+    never dropping brought back the dead-cursor storm of "12 retries per cycle for hours"."""
     trace_tail_lines: int = Field(40, ge=1)
     """Lines of the failed job's log quoted in the escalation DM (the whole log is in the
     case's ``ci/`` folder)."""

@@ -18,7 +18,7 @@ RUNNABLE = {
 def run_dev_agent(
     case_id: str, mode: str, args: dict[str, Any], *, post: bool = True
 ) -> dict[str, Any]:
-    from harness_cli.agents.factory import build_runtime, runtime_name
+    from harness_cli.agents.factory import configured_runtime
     from harness_cli.config import load_config
     from harness_cli.delivery import dev_agent
     from harness_cli.ops import status_message
@@ -38,9 +38,7 @@ def run_dev_agent(
         cfg=cfg,
         case=case,
         case_dir=registry.case_dir(case_id),
-        runtime=build_runtime(
-            runtime_name(cfg.harness.runtime), model=cfg.harness.model, sandbox=cfg.harness.sandbox
-        ),
+        runtime=configured_runtime(cfg),
         gitlab=factory.gitlab(),
         out=factory.outbound(cfg, factory.lazy_slack()),
         args={**args, "mode": mode},

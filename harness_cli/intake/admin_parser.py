@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -85,9 +86,16 @@ _ARITY: dict[str, tuple[int, str]] = {
 }
 
 
+def _visible(text: str) -> str:
+    """Without the invisible format characters (zero-width spaces, U+2063 …) that a copy from
+    Slack or a phone keyboard leaves in a line: they must not change what a command means."""
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+
+
 def parse_admin(text: str) -> AdminCommand:
     """Parse one admin line (with or without the ``admin:`` prefix)."""
-    body = strip_prefix(text) if is_admin_text(text) else (text or "").strip()
+    text = _visible(text or "")
+    body = strip_prefix(text) if is_admin_text(text) else text.strip()
     try:
         words = shlex.split(body)
     except ValueError as exc:

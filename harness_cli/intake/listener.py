@@ -19,10 +19,17 @@ from harness_cli.errors import ConfigError
 from harness_cli.intake import messages
 from harness_cli.intake.context import Intake
 from harness_cli.logs import event
+from harness_cli.ops.outbound import is_own_post
 from harness_cli.state import dedup, files
 from harness_cli.state.models import ThreadMap
 
 log = logging.getLogger("harness.listen")
+
+
+OWN_POST_GRACE_SECONDS = 1.0
+"""How long an event posted as the operator waits for the harness's record of its own posts.
+The harness posts as the operator, a message event need not carry the post's metadata, and
+the event can arrive before the posting process has recorded the ts it got back."""
 
 
 def handle_event(ctx: Intake, payload: dict[str, Any]) -> str:
@@ -31,6 +38,8 @@ def handle_event(ctx: Intake, payload: dict[str, Any]) -> str:
     if ev.get("type") != "message" or "ts" not in ev or "channel" not in ev:
         return "ignored: not a message"
     channel, ts = str(ev["channel"]), str(ev["ts"])
+    if ev.get("user") == ctx.operator and _own_post(ev, channel):
+        return "ignored: the harness's own post"
     thread_ts = str(ev.get("thread_ts") or "")
     if thread_ts and thread_ts != ts:
         key = ThreadMap.key(channel, thread_ts)
@@ -49,6 +58,16 @@ def handle_event(ctx: Intake, payload: dict[str, Any]) -> str:
         return "duplicate"
     _guarded(ctx, channel, ts, lambda: messages.top_level(ctx, channel, ev))
     return "top-level"
+
+
+def _own_post(ev: dict[str, Any], channel: str) -> bool:
+    deadline = time.monotonic() + OWN_POST_GRACE_SECONDS
+    while True:
+        if is_own_post(ev, channel):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def _claim(ctx: Intake, channel: str, ts: str) -> bool:

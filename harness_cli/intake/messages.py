@@ -42,20 +42,20 @@ IGNORED_SUBTYPES = frozenset(
 )
 
 
-def is_noise(message: Message) -> bool:
+def is_noise(message: Message, channel: str | None = None) -> bool:
     """Bots (filter on bot_id, as Bolt's ignoring_self_events does), system subtypes, and the
-    harness's own posts."""
+    harness's own posts (by their Slack metadata, or the ts recorded in ``channel``)."""
     return (
         bool(message.get("bot_id"))
         or message.get("subtype") in IGNORED_SUBTYPES
-        or is_own_post(message)
+        or is_own_post(message, channel)
     )
 
 
 def top_level(ctx: Intake, channel: str, message: Message) -> None:
     """A top-level message in a polled channel (a support channel or the self-DM)."""
     ts, user, text = str(message["ts"]), str(message.get("user", "")), str(message.get("text", ""))
-    if is_noise(message):
+    if is_noise(message, channel):
         return
     if channel == ctx.self_dm:
         if user == ctx.operator and is_admin_text(text):
@@ -125,7 +125,7 @@ def reply(ctx: Intake, entry: ThreadEntry, message: Message) -> None:
     """A reply in a tracked thread: the operator's own → followup (never gated); anyone
     else's in a ticket thread → followup as automatic activity (gated while paused)."""
     ts, user, text = str(message["ts"]), str(message.get("user", "")), str(message.get("text", ""))
-    if is_noise(message) or ts == entry.thread_ts:
+    if is_noise(message, entry.channel) or ts == entry.thread_ts:
         return
     if user == ctx.operator:
         if entry.channel == ctx.self_dm and is_admin_text(text):

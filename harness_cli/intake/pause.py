@@ -12,11 +12,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from harness_cli import clock
 from harness_cli.logs import event
 from harness_cli.state import files
 from harness_cli.state.models import HeldBack, OncallState
+
+if TYPE_CHECKING:
+    from harness_cli.ops.outbound import Outbound
 
 log = logging.getLogger("harness.pause")
 
@@ -49,7 +53,29 @@ def active(state: OncallState, now: datetime | None = None) -> bool:
 
 
 def is_paused() -> bool:
+    """Fails closed: an unreadable oncall-state.json reads as paused (``files.oncall_state``)."""
     return active(files.oncall_state().read())
+
+
+def tell_if_unreadable(out: Outbound, channel: str) -> int:
+    """Tell the operator, once per bad content and by DM, that the kill switch was unreadable
+    and the harness therefore holds itself paused (error.log and stderr already had it when
+    it was first read). A DM that fails is tried again next cycle. Returns the DMs sent."""
+    handle = files.oncall_state()
+    handle.read()  # a bad file is found (and its bytes kept) by reading it
+    sent = 0
+    for copy in handle.unreadable_copies():
+        text = (
+            f":warning: The kill switch {handle.path} could not be read, so the harness holds "
+            f"itself paused: automatic work is held back. Its bytes are kept in {copy}. "
+            "Run `harness resume` (or `admin: oncall resume`) to unpause and write a good "
+            "file; `harness pause` keeps it paused with a good file."
+        )
+        out.post(channel, text)
+        handle.mark_told(copy)
+        event(log, "kill_switch_unreadable_told", copy=str(copy))
+        sent += 1
+    return sent
 
 
 def pause(duration: timedelta | None, *, by: str) -> OncallState:

@@ -15,7 +15,8 @@ import logging
 from datetime import timedelta
 
 from harness_cli import clock
-from harness_cli.intake import messages
+from harness_cli.errors import ServiceError
+from harness_cli.intake import messages, pause
 from harness_cli.intake.context import BudgetExhausted, Intake
 from harness_cli.logs import event
 from harness_cli.services.slack import Message, ThreadGone
@@ -28,6 +29,10 @@ log = logging.getLogger("harness.poll")
 def poll_cycle(ctx: Intake) -> None:
     channels = [*ctx.support_channels(), ctx.self_dm]
     ctx.batch_sync = True
+    try:
+        pause.tell_if_unreadable(ctx.out, ctx.self_dm)
+    except ServiceError as exc:  # Slack unreachable: error.log has it; the DM waits a cycle
+        ctx.tally.errors.append(f"DM about the unreadable kill switch: {exc.line()}")
     try:
         for channel in dict.fromkeys(channels):
             poll_channel(ctx, channel)

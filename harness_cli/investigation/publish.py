@@ -149,11 +149,19 @@ def _source(source: object) -> str:
     return f"{name}: {getattr(source, 'access_status', '')}" if name else str(source)
 
 
-def read_ticket(case_dir: Path) -> str:
+def read_ticket(case_dir: Path, limit: int | None = None) -> str:
+    """The ticket's text for a prompt, cut to ``limit`` characters (``inputs.ticket_chars``)
+    with a note; the whole text stays in message.json."""
     import json
 
+    from harness_cli.bounds import bound
+
+    path = case_dir / "message.json"
     try:
-        message = json.loads((case_dir / "message.json").read_text(encoding="utf-8"))
+        message = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "(message.json unreadable)"
-    return str(message.get("text", "")) if isinstance(message, dict) else str(message)
+    text = str(message.get("text", "")) if isinstance(message, dict) else str(message)
+    if limit is None:
+        return text
+    return bound(text, limit, what="the ticket", where=str(path))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness_cli.agents.factory import build_runtime, runtime_name
+from harness_cli.agents.factory import configured_runtime
 from harness_cli.config import Config, load_config
 from harness_cli.errors import PolicyRefused
 from harness_cli.investigation.loop import Loop, cache_prefix
@@ -29,7 +29,7 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         fresh.move("investigating", by="investigate")
     folder = registry.case_dir(case_id)
     _archive_previous_run(folder)
-    runtime = build_runtime(runtime_name(cfg.harness.runtime), model=cfg.harness.model)
+    runtime = configured_runtime(cfg)
     status = _live_status(cfg, case_id) if post else None
     runner = CaseRunner(
         runtime,
@@ -40,7 +40,8 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         evidence=evidence_paths(cfg, case.project),
     )
     try:
-        result = Loop(cfg, case, folder, runner, read_ticket(folder)).run()
+        ticket = read_ticket(folder, cfg.harness.inputs.ticket_chars)
+        result = Loop(cfg, case, folder, runner, ticket).run()
     except BaseException as exc:
         if status is not None:
             status.failed(status_message.reason(exc))
@@ -116,12 +117,12 @@ def review_case(case_id: str) -> dict[str, Any]:
             hint=f"run `harness investigate {case_id}` first",
         )
     slate, _ = precommit.load_locked(folder)
-    runtime = build_runtime(runtime_name(cfg.harness.runtime), model=cfg.harness.model)
+    runtime = configured_runtime(cfg)
     runner = CaseRunner(runtime, cfg, folder, cache_prefix=cache_prefix(cfg, case.project))
     outcome = review(
         runner,
         render=lambda name, **v: render(cfg, name, **v),
-        ticket=read_ticket(folder),
+        ticket=read_ticket(folder, cfg.harness.inputs.ticket_chars),
         slate=json.dumps(slate.model_dump() if slate else {}, indent=2),
         analysis=(folder / "ANALYSIS.md").read_text() if (folder / "ANALYSIS.md").exists() else "",
         report=found,

@@ -93,7 +93,14 @@ class Followup:
         for round_no in range(self.limits.followup_max_rounds):
             after = memstate.load(folder).answered.get(thread.key)
             replies = read_until_visible(
-                functools.partial(new_replies, self.slack, thread, operator, after=after),
+                functools.partial(
+                    new_replies,
+                    self.slack,
+                    thread,
+                    operator,
+                    after=after,
+                    limit=self.cfg.harness.inputs.reply_chars,
+                ),
                 trigger_ts if round_no == 0 else None,
                 attempts=self.limits.followup_read_attempts,
                 wait_seconds=self.limits.followup_read_wait_seconds,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness_cli.bounds import bound
 from harness_cli.intake.admin_parser import is_admin_text
 from harness_cli.logs import event
 from harness_cli.ops.outbound import is_own_post
@@ -56,22 +57,39 @@ def counts(message: Message, thread: Thread, operator: str) -> bool:
     ts, user = str(message.get("ts", "")), str(message.get("user", ""))
     if not ts or ts == thread.thread_ts:
         return False
-    if message.get("bot_id") or message.get("subtype") in _NOISE_SUBTYPES or is_own_post(message):
+    if (
+        message.get("bot_id")
+        or message.get("subtype") in _NOISE_SUBTYPES
+        or is_own_post(message, thread.channel)
+    ):
         return False
     if thread.in_self_dm:
         return user == operator and not is_admin_text(str(message.get("text", "")))
     return True
 
 
-def new_replies(slack: Slack, thread: Thread, operator: str, *, after: str | None) -> list[Reply]:
-    """Replies newer than ``after`` (the watermark), oldest first."""
+def new_replies(
+    slack: Slack,
+    thread: Thread,
+    operator: str,
+    *,
+    after: str | None,
+    limit: int | None = None,
+) -> list[Reply]:
+    """Replies newer than ``after`` (the watermark), oldest first; each cut to ``limit``
+    characters (``inputs.reply_chars``) with a note, the whole text staying in Slack."""
     floor = float(after) if after else 0.0
     where = "case thread" if thread.in_self_dm else "ticket thread"
-    return [
-        Reply(str(m["ts"]), str(m.get("user", "")), str(m.get("text", "")), where)
-        for m in slack.replies(thread.channel, thread.thread_ts)
-        if counts(m, thread, operator) and float(m["ts"]) > floor
-    ]
+    found = []
+    for m in slack.replies(thread.channel, thread.thread_ts):
+        if not counts(m, thread, operator) or float(m["ts"]) <= floor:
+            continue
+        text = str(m.get("text", ""))
+        if limit is not None:
+            place = f"the Slack message {thread.channel}/{m['ts']}"
+            text = bound(text, limit, what="this reply", where=place)
+        found.append(Reply(str(m["ts"]), str(m.get("user", "")), text, where))
+    return found
 
 
 def read_until_visible(

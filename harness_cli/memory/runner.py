@@ -32,10 +32,10 @@ MemoryRunner = CaseRunner
 
 def build(cfg: Config, case_dir: Path, project: str, limits: MemoryThresholds) -> MemoryRunner:
     """The configured runtime, with the project's SOPs and KB as the cached prefix."""
-    from harness_cli.agents.factory import build_runtime, runtime_name
+    from harness_cli.agents.factory import configured_runtime
     from harness_cli.investigation.loop import cache_prefix
 
-    runtime = build_runtime(runtime_name(cfg.harness.runtime), model=cfg.harness.model)
+    runtime = configured_runtime(cfg)
     return CaseRunner(
         runtime,
         cfg,

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness_cli.errors import StateError
 from harness_cli.state.locks import hold
-from harness_cli.state.store import atomic_write_text
+from harness_cli.state.store import atomic_write_text, check_schema_version, unreadable_reason
 
 FILE = "memory.json"
 
@@ -63,12 +63,15 @@ def path_of(case_dir: Path) -> Path:
 def load(case_dir: Path) -> MemoryState:
     path = path_of(case_dir)
     try:
-        return MemoryState.model_validate_json(path.read_bytes())
+        raw = path.read_bytes()
     except FileNotFoundError:
         return MemoryState()
+    check_schema_version(path, raw, MemoryState)
+    try:
+        return MemoryState.model_validate_json(raw)
     except (ValidationError, ValueError) as exc:
         raise StateError(
-            f"{path} is unreadable: {str(exc).splitlines()[0]}",
+            f"{path} is unreadable ({unreadable_reason(raw, exc)})",
             hint="restore it from the workspace's git history, or remove it to start over",
         ) from None
 

@@ -1,5 +1,7 @@
 """The one door out. Every Slack write — post, update, reaction — passes ``Outbound``, which
-checks the destination against ``outbound_allowlist`` (default: the operator's self-DM only).
+checks the destination against ``outbound_allowlist`` (default: the operator's self-DM only),
+masks secrets (the one redaction point) and defuses mentions, and marks the post as the
+harness's own the Slack-native way.
 
 From the reference ("Two more layers of safety"): a misconfigured token could write to team
 channels and nobody could have told the agent's posts from a human's. "The agent speaks outward
@@ -9,23 +11,89 @@ only through the operator's mailbox."
 from __future__ import annotations
 
 import logging
+import re
+from typing import Any
 
+from harness_cli import paths
 from harness_cli.config import Thresholds
 from harness_cli.errors import PolicyRefused
 from harness_cli.logs import event
+from harness_cli.redaction import redact
 from harness_cli.services.slack import Message, Slack
 from harness_cli.state import dedup
 
 log = logging.getLogger("harness.outbound")
 
-SIGNATURE = "\u2063"
-"""An invisible separator ending every harness post. The harness posts as the operator (into
-the operator's own self-DM), so ``user`` cannot tell its posts from the operator's; this mark
-can, and so can the dedup entry each post leaves behind."""
+OWN_EVENT_TYPE = "harness_post"
+"""The Slack message-metadata ``event_type`` every harness post carries. The harness posts as
+the operator (into the operator's own self-DM), so ``user`` cannot tell its posts from the
+operator's; Slack's message metadata can — it is set only through the API, and read back with
+``include_all_metadata`` — and so can the ts each post records (``OWN_KEY``). Never a character
+in the text: a customer's ticket or the operator's ``admin:`` line could end with it too."""
+OWN_KEY = "own:"
+"""Prefix of the dedup entries recording the ts of each harness post."""
+
+_MENTION = re.compile(
+    r"<(?P<kind>[!@])(?P<target>(?:subteam\^)?[A-Za-z0-9_.\-]+)(?:\|(?P<label>[^>]*))?>"
+)
+"""Slack's mention syntax: ``<!channel>``, ``<!here>``, ``<!everyone>``, ``<@U…>`` (with an
+optional ``|label``) and ``<!subteam^S…>``. ``<#C…>`` channel links notify nobody and stay."""
 
 
-def is_own_post(message: Message) -> bool:
-    return str(message.get("text", "")).endswith(SIGNATURE)
+def defuse_mentions(text: str) -> str:
+    """Mentions become plain text (``@here``, ``@U0CUSTOMER``): the harness never sets
+    ``link_names`` or ``parse=full``, so plain ``@…`` notifies nobody. Third-party text — a
+    ticket quoted in the case thread, a model's draft quoting it — cannot ping a channel
+    through the harness."""
+
+    def plain(match: re.Match[str]) -> str:
+        target = match.group("target").removeprefix("subteam^")
+        return "@" + (match.group("label") or target)
+
+    return _MENTION.sub(plain, text)
+
+
+def own_metadata(kind: str = "post") -> dict[str, Any]:
+    return {"event_type": OWN_EVENT_TYPE, "event_payload": {"kind": kind}}
+
+
+def is_own_post(message: Message, channel: str | None = None) -> bool:
+    """The harness's own post: its metadata says so, or (given the channel) its ts is one the
+    harness recorded when posting."""
+    metadata = message.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("event_type") == OWN_EVENT_TYPE:
+        return True
+    ts = message.get("ts")
+    if not channel or not ts:
+        return False
+    return f"{OWN_KEY}{dedup.message_key(channel, str(ts))}" in _recorded()
+
+
+_recorded_cache: tuple[float, int, frozenset[str]] | None = None
+
+
+def _recorded() -> frozenset[str]:
+    """The recorded own-post keys, re-read only when the dedup file changes (a followup checks
+    every message of a long thread)."""
+    global _recorded_cache
+    path = paths.state_file("socket-dedup")
+    try:
+        stat = path.stat()
+    except OSError:
+        return frozenset()
+    cached = _recorded_cache
+    if cached and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
+        return cached[2]
+    from harness_cli.state import files
+
+    keys = frozenset(k for k in files.socket_dedup().read().seen if k.startswith(OWN_KEY))
+    _recorded_cache = (stat.st_mtime, stat.st_size, keys)
+    return keys
+
+
+def outgoing(text: str) -> str:
+    """What any text becomes on its way out: secrets masked, mentions defused."""
+    return defuse_mentions(redact(text))
 
 
 class Outbound:
@@ -48,10 +116,12 @@ class Outbound:
 
     def post(self, channel: str, text: str, *, thread_ts: str | None = None) -> str:
         self.check(channel, "post")
-        ts = self.slack.post(channel, text + SIGNATURE, thread_ts=thread_ts)
-        # Our own post must never come back as input (poll-slack and listen both read the DM).
+        ts = self.slack.post(channel, outgoing(text), thread_ts=thread_ts, metadata=own_metadata())
+        # Our own post must never come back as input (poll-slack and listen both read the DM),
+        # and stays known as ours (followup reads whole threads).
+        key = dedup.message_key(channel, ts)
         dedup.claim(
-            [dedup.message_key(channel, ts)],
+            [key, OWN_KEY + key],
             ttl_hours=self.thresholds.dedup_ttl_hours,
             max_entries=self.thresholds.dedup_max_entries,
         )
@@ -59,7 +129,7 @@ class Outbound:
 
     def update(self, channel: str, ts: str, text: str) -> None:
         self.check(channel, "update a message")
-        self.slack.update(channel, ts, text + SIGNATURE)
+        self.slack.update(channel, ts, outgoing(text), metadata=own_metadata())
 
     def react(self, channel: str, ts: str, name: str) -> None:
         self.check(channel, "react")

@@ -109,7 +109,12 @@ class GitLabEmulator(Emulator):
             except ValueError:
                 phrase = "Error"
             body = fault.body if fault.body is not None else {"message": f"{fault.status} {phrase}"}
-            resp = Response.json(body, status=fault.status)
+            if isinstance(body, str) and body.lstrip().startswith("<"):
+                # what a proxy in front of GitLab answers (nginx's 502 page), not GitLab's JSON
+                html = {"Content-Type": "text/html"}
+                resp = Response.text(body, status=fault.status, headers=html)
+            else:
+                resp = Response.json(body, status=fault.status)
         for key, value in fault.headers.items():
             for existing in [k for k in resp.headers if k.lower() == key.lower()]:
                 del resp.headers[existing]

@@ -125,7 +125,9 @@ class Sandbox:
     def write_env_file(self, path: Path) -> Path:
         lines = [f"export {k}={shlex.quote(v)}" for k, v in self.env().items()]
         atomic_write_text(
-            path, "# source this file to point harness at the sandbox\n" + "\n".join(lines) + "\n"
+            path,
+            "# source this file to point harness at the sandbox\n" + "\n".join(lines) + "\n",
+            verbatim=True,  # it exists to hand out the (fake) tokens
         )
         return path
 

@@ -186,11 +186,14 @@ class SlackEmulator(SlackControl):
 
     def _history(self, req: Request, token: Token) -> dict[str, Any]:
         ch = self._readable(req, token)
-        return self.workspace.history(ch, self._window(req))
+        return self.workspace.history(
+            ch, self._window(req), metadata=_flag(req, "include_all_metadata")
+        )
 
     def _replies(self, req: Request, token: Token) -> dict[str, Any]:
         ch = self._readable(req, token)
-        return self.workspace.replies(ch, req.arg("ts"), self._window(req))
+        metadata = _flag(req, "include_all_metadata")
+        return self.workspace.replies(ch, req.arg("ts"), self._window(req), metadata=metadata)
 
     def _info(self, req: Request, token: Token) -> dict[str, Any]:
         """Slack answers ``channel_not_found`` for a channel that does not exist and for one the
@@ -242,10 +245,11 @@ class SlackEmulator(SlackControl):
             bot_id=BOT_ID if bot else None,
             thread_ts=req.arg("thread_ts") or None,
             blocks=blocks,
+            metadata=_metadata(req.arg("metadata")),
         )
         if not bot or self.push_bot_messages:
             self._outbox.append(msg)
-        return {"channel": ch.id, "ts": msg.ts, "message": msg.to_api()}
+        return {"channel": ch.id, "ts": msg.ts, "message": msg.to_api(include_metadata=True)}
 
     def _update(self, req: Request, token: Token) -> dict[str, Any]:
         ch = self._readable(req, token)
@@ -259,6 +263,8 @@ class SlackEmulator(SlackControl):
             msg.text = text
         if blocks is not None:
             msg.blocks = blocks
+        if req.arg("metadata"):  # absent: the message keeps the metadata it has
+            msg.metadata = _metadata(req.arg("metadata"))
         msg.edited = {"user": token.user_id or "", "ts": self.workspace.next_ts()}
         return {"channel": ch.id, "ts": msg.ts, "text": msg.text, "message": msg.to_api()}
 
@@ -289,6 +295,28 @@ class SlackEmulator(SlackControl):
     def _connections_open(self, req: Request, token: Token) -> dict[str, Any]:
         ticket = self.socket_mode.new_ticket()
         return {"url": f"ws://127.0.0.1:{self.port}/link/?ticket={ticket}"}
+
+
+def _flag(req: Request, name: str) -> bool:
+    return (req.arg(name) or "").lower() in ("1", "true")
+
+
+def _metadata(raw: str | None) -> dict[str, Any] | None:
+    """Message metadata as Slack takes it: a JSON object with a string ``event_type`` and an
+    object ``event_payload``; anything else is ``invalid_metadata_format``."""
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise SlackError("invalid_metadata_format") from None
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("event_type"), str)
+        or not isinstance(value.get("event_payload", {}), dict)
+    ):
+        raise SlackError("invalid_metadata_format")
+    return {"event_type": value["event_type"], "event_payload": value.get("event_payload", {})}
 
 
 def _json_list(raw: str | None) -> list[Any] | None:

@@ -124,14 +124,20 @@ class SlackControl(Emulator):
 
     # -- injecting --------------------------------------------------------------------------
     def post_as(
-        self, channel: str, user: str, text: str, thread_ts: str | None = None
+        self,
+        channel: str,
+        user: str,
+        text: str,
+        thread_ts: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Post as another (human) user, as if from the Slack client; also pushes the Socket
-        Mode event. Honours the channel's lag like any other post."""
+        """Post as another (human) user, as if from the Slack client — or, with ``metadata``,
+        as an app posting with that user's token; also pushes the Socket Mode event. Honours
+        the channel's lag like any other post."""
         with self.lock:
             ch = self.workspace.channel(channel)
-            msg = self.workspace.post(ch, text, user=user, thread_ts=thread_ts)
-            out = msg.to_api()
+            msg = self.workspace.post(ch, text, user=user, thread_ts=thread_ts, metadata=metadata)
+            out = msg.to_api(include_metadata=True)
         self.publish_event(msg)
         return out
 
@@ -164,10 +170,14 @@ class SlackControl(Emulator):
         return self.socket_mode.publish(payload)
 
     # -- observing --------------------------------------------------------------------------
-    def messages(self, channel: str) -> list[dict[str, Any]]:
-        """Every message of ``channel`` in ts order, replies included, lag ignored."""
+    def messages(self, channel: str, metadata: bool = False) -> list[dict[str, Any]]:
+        """Every message of ``channel`` in ts order, replies included, lag ignored (with their
+        metadata when ``metadata``)."""
         with self.lock:
-            return [m.to_api() for m in self.workspace.channel(channel).messages]
+            return [
+                m.to_api(include_metadata=metadata)
+                for m in self.workspace.channel(channel).messages
+            ]
 
     def calls(self, method: str | None = None, channel: str | None = None) -> int:
         """Web API requests that reached ``method`` (any if None), optionally only those
@@ -292,4 +302,6 @@ def _snapshot_message(m: Message) -> dict[str, Any]:
     }
     if m.reactions:
         out["reactions"] = {k: list(v) for k, v in m.reactions.items()}
+    if m.metadata is not None:
+        out["metadata"] = dict(m.metadata)
     return out

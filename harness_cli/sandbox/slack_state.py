@@ -113,6 +113,9 @@ class Message:
     blocks: list[Any] | None = None
     reactions: dict[str, list[str]] = field(default_factory=dict)
     edited: dict[str, str] | None = None
+    metadata: dict[str, Any] | None = None
+    """``{"event_type": …, "event_payload": {…}}`` as posted; read back only by calls that set
+    ``include_all_metadata`` (as Slack does)."""
     # Read-after-write lag: hidden for this many more reads of the channel, and until then.
     hidden_reads: int = 0
     hidden_until: float = 0.0
@@ -124,7 +127,7 @@ class Message:
     def visible(self, now: float) -> bool:
         return self.hidden_reads <= 0 and now >= self.hidden_until
 
-    def to_api(self) -> dict[str, Any]:
+    def to_api(self, *, include_metadata: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "message", "ts": self.ts, "text": self.text}
         if self.user is not None:
             out["user"] = self.user
@@ -137,6 +140,8 @@ class Message:
             out["blocks"] = self.blocks
         if self.edited is not None:
             out["edited"] = dict(self.edited)
+        if include_metadata and self.metadata is not None:
+            out["metadata"] = dict(self.metadata)
         if self.reactions:
             out["reactions"] = [
                 {"name": name, "users": list(users), "count": len(users)}
@@ -251,6 +256,7 @@ class Workspace:
         bot_id: str | None = None,
         thread_ts: str | None = None,
         blocks: list[Any] | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> Message:
         if thread_ts is not None and not is_ts(thread_ts):
             raise SlackError("invalid_thread_ts")
@@ -262,6 +268,7 @@ class Workspace:
             bot_id=bot_id,
             thread_ts=thread_ts,
             blocks=blocks,
+            metadata=metadata,
             hidden_reads=ch.lag_polls,
             hidden_until=self.clock() + ch.lag_seconds if ch.lag_seconds > 0 else 0.0,
         )
@@ -284,8 +291,10 @@ class Workspace:
                 m.hidden_reads -= 1
         return seen
 
-    def _with_thread_fields(self, msg: Message, replies: list[Message]) -> dict[str, Any]:
-        out = msg.to_api()
+    def _with_thread_fields(
+        self, msg: Message, replies: list[Message], metadata: bool = False
+    ) -> dict[str, Any]:
+        out = msg.to_api(include_metadata=metadata)
         if replies:
             users = list(dict.fromkeys(r.user or r.bot_id or "" for r in replies))
             out.update(
@@ -297,7 +306,7 @@ class Workspace:
             )
         return out
 
-    def history(self, ch: Channel, win: Window) -> dict[str, Any]:
+    def history(self, ch: Channel, win: Window, *, metadata: bool = False) -> dict[str, Any]:
         """Parents only (replies and orphans excluded), newest first, one page of ``win``."""
         seen = self._read(ch)
         threads: dict[str, list[Message]] = {}
@@ -309,13 +318,17 @@ class Workspace:
             parents = [m for m in parents if ts_micros(m.ts) <= win.cursor]
         page, rest = parents[: win.limit], parents[win.limit :]
         return {
-            "messages": [self._with_thread_fields(m, threads.get(m.ts, [])) for m in page],
+            "messages": [
+                self._with_thread_fields(m, threads.get(m.ts, []), metadata) for m in page
+            ],
             "has_more": bool(rest),
             "pin_count": 0,
             "response_metadata": {"next_cursor": encode_cursor(rest[0].ts) if rest else ""},
         }
 
-    def replies(self, ch: Channel, ts: str | None, win: Window) -> dict[str, Any]:
+    def replies(
+        self, ch: Channel, ts: str | None, win: Window, *, metadata: bool = False
+    ) -> dict[str, Any]:
         """The thread holding ``ts``: the parent first (first page only, whatever the window,
         as Slack does), then replies ascending. A deleted, lagging or unknown parent, like an
         unknown ``ts``, is ``thread_not_found`` (bolt-js#2307)."""
@@ -333,12 +346,12 @@ class Workspace:
         if win.cursor is not None:
             items = [m for m in items if ts_micros(m.ts) >= win.cursor]
         else:
-            head = [self._with_thread_fields(root, thread)]
+            head = [self._with_thread_fields(root, thread, metadata)]
         room = max(win.limit - len(head), 0)
         page, rest = items[:room], items[room:]
         body = [*head]
         for m in page:
-            out = m.to_api()
+            out = m.to_api(include_metadata=metadata)
             if root.user is not None:
                 out["parent_user_id"] = root.user
             body.append(out)

@@ -231,7 +231,8 @@ class Git:
         if not allow_empty and self._ok("diff", "--cached", "--quiet"):
             return None
         extra = ["--allow-empty"] if allow_empty else []
-        self.run(*self._identity_args(), "commit", "-q", "-m", message, *extra)
+        # a commit message leaves with the push: the one redaction point first
+        self.run(*self._identity_args(), "commit", "-q", "-m", redact(message), *extra)
         return self.head_sha()
 
     def rebase(self, onto: str) -> bool:

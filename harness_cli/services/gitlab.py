@@ -9,11 +9,15 @@ benchmark (and a test) can see what one mr-monitor cycle costs.
 from __future__ import annotations
 
 import os
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from harness_cli.errors import ConfigError, ServiceError
+from harness_cli.redaction import redact, redact_value
+from harness_cli.services.gitlab_guard import Bounds, guard
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -137,13 +141,15 @@ _MR_FIELDS = (
 
 
 class LiveGitLab:
-    """``GitLab`` over python-gitlab."""
+    """``GitLab`` over python-gitlab, inside :class:`gitlab_guard.Bounds` (retries and time)."""
 
-    def __init__(self, settings: GitLabSettings, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, settings: GitLabSettings, *, timeout: float = 30.0, max_retries: int = 3
+    ) -> None:
         import gitlab
 
         # obey_rate_limit is python-gitlab's default (429: Retry-After, then RateLimit-Reset);
-        # retry_transient_errors adds its bounded backoff on 5xx.
+        # retry_transient_errors adds its backoff on 5xx, which Bounds cuts short.
         self._gl = gitlab.Gitlab(
             settings.url,
             private_token=settings.token,
@@ -152,19 +158,29 @@ class LiveGitLab:
         )
         self._projects: dict[str, Any] = {}
         self.calls = 0
-        self.deadline: float | None = None
-        """``time.monotonic()`` by which a budgeted run (an mr-monitor cycle) must be done: a
-        429 whose Retry-After would outlast it ends the call at once instead of sleeping."""
-        self._gl.session.hooks["response"].append(self._over_budget)
+        self.bounds = Bounds(timeout=timeout, max_retries=max_retries)
+        session = self._gl.session
+        session.request = self.bounds.wrap(session.request)  # type: ignore[method-assign]
 
-    def _over_budget(self, response: Any, *args: Any, **kwargs: Any) -> Any:
-        # python-gitlab sleeps the whole Retry-After inside one call; only a hook on the HTTP
-        # session sees the 429 before that sleep.
-        if response.status_code == 429 and self.deadline is not None:
-            wait = _retry_after(response.headers)
-            if time.monotonic() + wait > self.deadline:
-                raise _OverBudget(wait)
-        return response
+    @property
+    def deadline(self) -> float | None:
+        """``time.monotonic()`` by which a budgeted run (an mr-monitor cycle) must be done: no
+        request starts after it, and no retry (a 429's Retry-After, a 5xx backoff) waits past
+        it."""
+        return self.bounds.deadline
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        self.bounds.deadline = value
+
+    @property
+    def max_retries(self) -> int:
+        """Transient failures (5xx, dropped connections) retried in a row, per call."""
+        return self.bounds.max_retries
+
+    @max_retries.setter
+    def max_retries(self, value: int) -> None:
+        self.bounds.max_retries = value
 
     def whoami(self) -> str:
         self.calls += 1
@@ -185,23 +201,25 @@ class LiveGitLab:
         description: str,
         draft: bool = False,
     ) -> MergeRequest:
-        import gitlab.exceptions
-
         proj = self._project(project)
         full_title = f"Draft: {title}" if draft and not title.startswith("Draft:") else title
         self.calls += 1
+        fields = {
+            "source_branch": source_branch,
+            "target_branch": target_branch,
+            "title": redact(full_title),
+            "description": redact(description),
+        }
         try:
-            mr = proj.mergerequests.create(
-                {
-                    "source_branch": source_branch,
-                    "target_branch": target_branch,
-                    "title": full_title,
-                    "description": description,
-                }
+            return self._guard(
+                lambda: self._mr(project, proj.mergerequests.create(fields)),
+                f"creating the MR for {source_branch}",
             )
-        except gitlab.exceptions.GitlabCreateError as exc:
-            if exc.response_code != 409:
-                raise ServiceError(f"GitLab refused the MR for {source_branch}: {exc}") from None
+        except ServiceError as exc:
+            if exc.status != 409:
+                error = ServiceError(f"GitLab refused the MR for {source_branch}: {exc.message}")
+                error.status = exc.status
+                raise error from None
             # "Another open merge request already exists for this source branch": adopt it.
             found = self.list_mrs(project, state="opened")
             for existing in found:
@@ -211,16 +229,18 @@ class LiveGitLab:
             raise ServiceError(
                 f"GitLab says an MR exists for {source_branch} but none is open"
             ) from None
-        return self._mr(project, mr)
 
     def get_mr(self, project: str, iid: int) -> MergeRequest:
         self.calls += 1
-        return self._mr(project, self._guard(lambda: self._project(project).mergerequests.get(iid)))
+        return self._guard(
+            lambda: self._mr(project, self._project(project).mergerequests.get(iid)),
+            f"GET MR {project}!{iid}",
+        )
 
     def update_mr(self, project: str, iid: int, **fields: Any) -> MergeRequest:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         for name, value in fields.items():
-            setattr(mr, name, value)
+            setattr(mr, name, redact_value(value))
         self.calls += 1
         self._guard(mr.save)
         return self.get_mr(project, iid)
@@ -232,40 +252,32 @@ class LiveGitLab:
         if updated_after:
             params["updated_after"] = updated_after
         self.calls += 1
-        found = self._guard(lambda: self._project(project).mergerequests.list(**params))
-        return [self._mr(project, mr) for mr in found]
+
+        def listing() -> list[MergeRequest]:
+            found = self._project(project).mergerequests.list(**params)
+            return [self._mr(project, mr) for mr in _a_list(found)]
+
+        return self._guard(listing, f"the MR list of {project}")
 
     def discussions(self, project: str, iid: int) -> list[Discussion]:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         self.calls += 1
-        found = self._guard(lambda: mr.discussions.list(get_all=True))
-        out = []
-        for d in found:
-            notes = [
-                Note(
-                    id=int(n["id"]),
-                    author=str((n.get("author") or {}).get("username", "")),
-                    body=str(n.get("body", "")),
-                    system=bool(n.get("system")),
-                    created_at=str(n.get("created_at", "")),
-                    resolvable=bool(n.get("resolvable")),
-                    resolved=bool(n.get("resolved")),
-                )
-                for n in d.attributes.get("notes", [])
-            ]
-            out.append(Discussion(id=str(d.id), notes=notes))
-        return out
+
+        def reading() -> list[Discussion]:
+            return [_discussion(d) for d in _a_list(mr.discussions.list(get_all=True))]
+
+        return self._guard(reading, f"the discussions of {project}!{iid}")
 
     def reply(self, project: str, iid: int, discussion_id: str, body: str) -> None:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         discussion = mr.discussions.get(discussion_id, lazy=True)
         self.calls += 1
-        self._guard(lambda: discussion.notes.create({"body": body}))
+        self._guard(lambda: discussion.notes.create({"body": redact(body)}))
 
     def note(self, project: str, iid: int, body: str) -> None:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         self.calls += 1
-        self._guard(lambda: mr.notes.create({"body": body}))
+        self._guard(lambda: mr.notes.create({"body": redact(body)}))
 
     def resolve(self, project: str, iid: int, discussion_id: str) -> None:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
@@ -277,7 +289,10 @@ class LiveGitLab:
     def pipeline_jobs(self, project: str, pipeline_id: int) -> list[dict[str, Any]]:
         pipeline = self._project(project).pipelines.get(pipeline_id, lazy=True)
         self.calls += 1
-        return [dict(j.attributes) for j in self._guard(lambda: pipeline.jobs.list(get_all=True))]
+        return self._guard(
+            lambda: [dict(j.attributes) for j in _a_list(pipeline.jobs.list(get_all=True))],
+            f"the jobs of pipeline {pipeline_id}",
+        )
 
     def job_trace(self, project: str, job_id: int) -> str:
         job = self._project(project).jobs.get(job_id, lazy=True)
@@ -311,46 +326,30 @@ class LiveGitLab:
             head_pipeline=data["head_pipeline"],
         )
 
-    def _guard(self, fn: Any) -> Any:
-        import gitlab.exceptions
-
-        try:
-            return fn()
-        except _OverBudget as exc:
-            error = ServiceError(
-                f"GitLab: 429 rate limited for {exc.wait:g} s, past this run's budget",
-                hint="the next run resumes where this one stopped",
-            )
-            error.status = 429
-            raise error from None
-        except gitlab.exceptions.GitlabAuthenticationError:
-            raise ServiceError(
-                "GitLab rejected GITLAB_TOKEN (401)", hint="issue a new token with the api scope"
-            ) from None
-        except gitlab.exceptions.GitlabError as exc:
-            error = ServiceError(f"GitLab: {exc.response_code} {exc.error_message}")
-            error.status = exc.response_code
-            raise error from None
-        except OSError as exc:
-            raise ServiceError(f"GitLab unreachable: {exc}", hint="check GITLAB_URL") from None
+    def _guard(self, fn: Callable[[], T], what: str = "a request") -> T:
+        self.bounds.failures = 0
+        return guard(fn, what)
 
 
-class _OverBudget(Exception):
-    def __init__(self, wait: float) -> None:
-        super().__init__(f"Retry-After {wait:g} s")
-        self.wait = wait
+def _a_list(found: Any) -> list[Any]:
+    """python-gitlab's listing as a list; anything else (an object where GitLab documents a
+    list, as a misconfigured proxy answers) is refused here, before it is read."""
+    if not isinstance(found, list):
+        raise TypeError(f"expected a list, got {type(found).__name__}")
+    return found
 
 
-def _retry_after(headers: Any) -> float:
-    """Seconds GitLab asks to wait: Retry-After, else RateLimit-Reset (a unix time)."""
-    value = headers.get("Retry-After")
-    if value:
-        try:
-            return float(value)
-        except ValueError:
-            return 0.0
-    reset = headers.get("RateLimit-Reset")
-    try:
-        return max(0.0, float(reset) - time.time()) if reset else 0.0
-    except ValueError:
-        return 0.0
+def _discussion(d: Any) -> Discussion:
+    notes = [
+        Note(
+            id=int(n["id"]),
+            author=str((n.get("author") or {}).get("username", "")),
+            body=str(n.get("body", "")),
+            system=bool(n.get("system")),
+            created_at=str(n.get("created_at", "")),
+            resolvable=bool(n.get("resolvable")),
+            resolved=bool(n.get("resolved")),
+        )
+        for n in d.attributes.get("notes", [])
+    ]
+    return Discussion(id=str(d.id), notes=notes)

@@ -36,9 +36,18 @@ class Slack(Protocol):
 
     def replies(self, channel: str, ts: str, *, oldest: str | None = None) -> list[Message]: ...
 
-    def post(self, channel: str, text: str, *, thread_ts: str | None = None) -> str: ...
+    def post(
+        self,
+        channel: str,
+        text: str,
+        *,
+        thread_ts: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> str: ...
 
-    def update(self, channel: str, ts: str, text: str) -> None: ...
+    def update(
+        self, channel: str, ts: str, text: str, *, metadata: dict[str, Any] | None = None
+    ) -> None: ...
 
     def permalink(self, channel: str, ts: str) -> str: ...
 
@@ -89,13 +98,19 @@ class LiveSlack:
             oldest=oldest,
             inclusive=inclusive,
             limit=self.page_limit,
+            include_all_metadata=True,  # the harness knows its own posts by their metadata
         ):
             found.extend(page.get("messages", []))
         return sorted(found, key=lambda m: float(m["ts"]))
 
     def replies(self, channel: str, ts: str, *, oldest: str | None = None) -> list[Message]:
         """The thread, parent first then replies in order (all pages)."""
-        params: dict[str, Any] = {"channel": channel, "ts": ts, "limit": self.page_limit}
+        params: dict[str, Any] = {
+            "channel": channel,
+            "ts": ts,
+            "limit": self.page_limit,
+            "include_all_metadata": True,
+        }
         if oldest:
             params["oldest"] = oldest
         found: list[Message] = []
@@ -103,14 +118,28 @@ class LiveSlack:
             found.extend(page.get("messages", []))
         return found
 
-    def post(self, channel: str, text: str, *, thread_ts: str | None = None) -> str:
+    def post(
+        self,
+        channel: str,
+        text: str,
+        *,
+        thread_ts: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
         params: dict[str, Any] = {"channel": channel, "text": text}
         if thread_ts:
             params["thread_ts"] = thread_ts
+        if metadata:
+            params["metadata"] = metadata
         return str(self._call("chat_postMessage", **params)["ts"])
 
-    def update(self, channel: str, ts: str, text: str) -> None:
-        self._call("chat_update", channel=channel, ts=ts, text=text)
+    def update(
+        self, channel: str, ts: str, text: str, *, metadata: dict[str, Any] | None = None
+    ) -> None:
+        params: dict[str, Any] = {"channel": channel, "ts": ts, "text": text}
+        if metadata:
+            params["metadata"] = metadata
+        self._call("chat_update", **params)
 
     def permalink(self, channel: str, ts: str) -> str:
         return str(self._call("chat_getPermalink", channel=channel, message_ts=ts)["permalink"])

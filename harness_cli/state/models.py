@@ -111,6 +111,10 @@ class MonitoredMr(_State):
     pending: bool = False
     """Work found but not dispatched (held back by the global pause, the dev-agent busy on the
     case, or a second dispatch in one cycle): examined again next cycle even if unchanged."""
+    not_found_cycles: int = 0
+    """Cycles in a row in which GitLab answered 404 for the MR or its project; at
+    ``monitor.drop_after_not_found_cycles`` it is dropped (one 404 may be a blip: a proxy, a
+    permission being fixed). Any good answer resets it."""
 
 
 class MonitoredMrs(_State):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness_cli.errors import ConfigError, InputError, LockHeld, ServiceError
-from harness_cli.logs import redact
+from harness_cli.logs import event, redact
 from harness_cli.services.git import Git, PushRejected
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,10 @@ def sync(
     git = Git(workspace)
     with workspace_lock(lock_dir, lock_timeout):
         _prepare(git, stale_lock_seconds, fresh_lock_wait)
-        git.add(None if paths is None else _pathspecs(git, workspace, paths))
+        specs = None if paths is None else _pathspecs(git, workspace, paths)
+        git.add(specs)
+        if scrub_staged(git, workspace):
+            git.add(specs)
         result = SyncResult(committed=git.commit(message))
         result.head = git.head_sha()
         if not git.has_remote(REMOTE):
@@ -123,6 +126,34 @@ def sync(
             return result
         _publish(git, result, max_push_attempts)
         return result
+
+
+def scrub_staged(git: Git, workspace: Path) -> list[str]:
+    """Case files leave with the push: what an agent (or anything but the harness's own atomic
+    writes) put in the workspace passes the one redaction point before it is committed.
+    Returns the paths rewritten."""
+    from harness_cli.redaction import redact_bytes
+
+    names = git.run("diff", "--cached", "--name-only", "--diff-filter=AM", "-z").split("\0")
+    rewritten: list[str] = []
+    for name in filter(None, names):
+        path = workspace / name
+        if path.is_symlink():
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        cleaned = redact_bytes(data)
+        if cleaned != data:
+            mode = path.stat().st_mode
+            path.chmod(mode | 0o200)  # message.json is read-only: scrubbed all the same
+            path.write_bytes(cleaned)
+            path.chmod(mode)
+            rewritten.append(name)
+    if rewritten:
+        event(log, "workspace_secrets_masked", logging.WARNING, paths=rewritten)
+    return rewritten
 
 
 def pull(

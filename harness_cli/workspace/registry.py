@@ -23,7 +23,12 @@ from harness_cli.logs import event
 from harness_cli.state import files
 from harness_cli.state.locks import case_lock
 from harness_cli.state.models import ThreadEntry, ThreadMap
-from harness_cli.state.store import atomic_write_json, atomic_write_text
+from harness_cli.state.store import (
+    atomic_write_json,
+    atomic_write_text,
+    check_schema_version,
+    unreadable_reason,
+)
 from harness_cli.workspace.case import Case, Source, validate_case_id
 
 log = logging.getLogger("harness.workspace")
@@ -44,17 +49,29 @@ def case_dir(case_id: str) -> Path:
 def load_case(case_id: str) -> Case:
     path = case_dir(case_id) / "case.json"
     try:
-        return Case.model_validate_json(path.read_bytes())
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError(
             f"no case {case_id!r} in {paths.cases_root()}",
             hint="see `harness case list`, or check HARNESS_WORKSPACE",
         ) from None
+    check_schema_version(path, raw, Case)
+    try:
+        return Case.model_validate_json(raw)
     except ValueError as exc:
         raise StateError(
-            f"{path} is unreadable: {str(exc).splitlines()[0]}",
-            hint="restore it from the workspace's git history",
+            f"{path} is unreadable ({unreadable_reason(raw, exc)})", hint=restore_hint(path)
         ) from None
+
+
+def restore_hint(path: Path) -> str:
+    """How to get a case file back: the workspace is a git repository."""
+    try:
+        rel = path.relative_to(paths.workspace())
+    except ValueError:
+        return "restore it from the workspace's git history"
+    where = paths.workspace()
+    return f"restore it from the workspace's git history: git -C {where} checkout -- {rel}"
 
 
 def _tree_lock() -> Any:
@@ -157,9 +174,21 @@ def update_case(case_id: str, thresholds: Thresholds, message: str) -> Iterator[
         sync(f"case {case_id}: {message}", thresholds, only=[folder])
 
 
-def list_cases(*, status: str | None = None, project: str | None = None) -> list[dict[str, Any]]:
+SUMMARY_KEYS = (
+    "id", "project", "kind", "status", "title", "jira", "created_at", "updated_at", "exit",
+)  # fmt: skip
+
+BROKEN = "broken"
+"""The status ``list_cases(include_broken=True)`` gives a case whose case.json is unreadable."""
+
+
+def list_cases(
+    *, status: str | None = None, project: str | None = None, include_broken: bool = False
+) -> list[dict[str, Any]]:
     """Summaries of every case, newest first. Reads raw JSON (no model validation) because
-    ``case list`` must stay fast with thousands of cases."""
+    ``case list`` must stay fast with thousands of cases. A folder whose case.json cannot be
+    read is never skipped silently: it is logged (what and how to fix), and with
+    ``include_broken`` listed with status ``broken`` and a ``problem``."""
     root = paths.cases_root()
     out: list[dict[str, Any]] = []
     try:
@@ -168,33 +197,49 @@ def list_cases(*, status: str | None = None, project: str | None = None) -> list
         return out
     with entries:
         for entry in entries:
+            path = Path(entry.path) / "case.json"
             try:
-                with open(os.path.join(entry.path, "case.json"), "rb") as handle:
-                    data = json.loads(handle.read())
-            except (FileNotFoundError, NotADirectoryError, ValueError):
+                raw = path.read_bytes()
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            data = _summary_data(raw)
+            if data is None:
+                problem = _broken(path, raw, tell=not include_broken)
+                if include_broken and status in (None, BROKEN) and project is None:
+                    summary = dict.fromkeys(SUMMARY_KEYS)
+                    summary.update(id=entry.name, status=BROKEN, problem=problem)
+                    out.append(summary)
                 continue
             if status and data.get("status") != status:
                 continue
             if project and data.get("project") != project:
                 continue
-            out.append(
-                {
-                    k: data.get(k)
-                    for k in (
-                        "id",
-                        "project",
-                        "kind",
-                        "status",
-                        "title",
-                        "jira",
-                        "created_at",
-                        "updated_at",
-                        "exit",
-                    )
-                }
-            )
+            out.append({k: data.get(k) for k in SUMMARY_KEYS})
     out.sort(key=lambda c: c.get("created_at") or "", reverse=True)
     return out
+
+
+def _summary_data(raw: bytes) -> dict[str, Any] | None:
+    """The raw case.json as a dict, or None when it is not a case a listing can show."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        return None
+    return data
+
+
+def _broken(path: Path, raw: bytes, *, tell: bool) -> str:
+    try:
+        Case.model_validate_json(raw)
+        reason = "not a case record"
+    except ValueError as exc:
+        reason = unreadable_reason(raw, exc)
+    problem = f"{path} is unreadable ({reason}) — {restore_hint(path)}"
+    if tell:  # a listing that shows it says it itself
+        event(log, "case_unreadable", logging.WARNING, path=str(path), problem=problem)
+    return problem
 
 
 def register_thread(case: Case, *, channel: str, thread_ts: str, role: str = "manual") -> bool:

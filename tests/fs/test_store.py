@@ -100,20 +100,35 @@ def test_writer_killed_mid_write_leaves_old_or_new_content(tmp_path: Path) -> No
 
 
 def test_corrupt_file_is_moved_aside_with_a_clear_error() -> None:
-    handle = files.oncall_state()
+    handle = files.slack_cursors()
     handle.path.parent.mkdir(parents=True, exist_ok=True)
-    handle.path.write_text('{"paused": tru')
+    handle.path.write_text('{"channels": {')
     with pytest.raises(StateError) as err:
         handle.read()
-    assert "moved it to" in err.value.line()
-    aside = list(handle.path.parent.glob("oncall-state.json.corrupt-*"))
-    assert len(aside) == 1 and aside[0].read_text() == '{"paused": tru'
+    assert "moved it to" in err.value.line() and err.value.exit_code == 2
+    aside = list(handle.path.parent.glob("slack-cursors.json.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_text() == '{"channels": {'
     assert not handle.path.exists()
-    assert handle.read().paused is False  # the next run starts it empty, knowingly
+    assert handle.read().channels == {}  # the next run starts it empty, knowingly
+
+
+def test_the_kill_switch_fails_closed_instead_and_keeps_its_bytes_once() -> None:
+    handle = files.oncall_state()
+    handle.path.parent.mkdir(parents=True, exist_ok=True)
+    handle.path.write_text('{"paused": fal')
+    assert handle.read().paused is True and handle.read().paused is True
+    assert handle.path.read_text() == '{"paused": fal'  # left where it is
+    [copy] = handle.unreadable_copies()
+    assert copy.read_text() == '{"paused": fal'
+    handle.mark_told(copy)
+    assert handle.unreadable_copies() == []
+    with handle.update() as state:  # an explicit resume writes a good file over it
+        state.paused = False
+    assert handle.read().paused is False
 
 
 def test_file_from_a_newer_harness_is_left_untouched() -> None:
-    handle = files.oncall_state()
+    handle = files.slack_cursors()
     handle.path.parent.mkdir(parents=True, exist_ok=True)
     handle.path.write_text('{"schema_version": 99, "paused": true}')
     with pytest.raises(StateError, match="newer"):

@@ -22,7 +22,8 @@ from tests.conftest import REPO
 CASE = "AAA-101"
 DM = "D0SELF"
 OPERATOR = "U0OPERATOR"
-SIGNATURE = "\u2063"
+OWN = {"event_type": "harness_post", "event_payload": {"kind": "post"}}
+"""The metadata of a harness post (``ops.outbound.own_metadata``)."""
 TICKET = (
     "Bulk discount is not applied to orders of exactly 10 units. The README says 10 % off from "
     "10 units on, and an order of 10 × 5.00 is charged 50.00 instead of 45.00."
@@ -115,7 +116,9 @@ class Memory:
             with registry.update_case(case_id, thresholds, step) as case:
                 case.move(step, by="test")
         if thread:
-            parent = self.slack.post_as(DM, OPERATOR, f"New ticket → case *{case_id}*{SIGNATURE}")
+            parent = self.slack.post_as(
+                DM, OPERATOR, f"New ticket → case *{case_id}*", metadata=OWN
+            )
             self.parent_ts = parent["ts"]
             registry.register_thread(
                 registry.load_case(case_id), channel=DM, thread_ts=parent["ts"], role="case_thread"
@@ -153,10 +156,10 @@ class Memory:
         """The harness's posts in the case thread (after the parent), oldest first."""
         return [
             m
-            for m in self.slack.messages(DM)
+            for m in self.slack.messages(DM, metadata=True)
             if m.get("thread_ts") == self.parent_ts
             and m["ts"] != self.parent_ts
-            and m["text"].endswith(SIGNATURE)
+            and m.get("metadata") == OWN
         ]
 
     def requests(self, role: str | None = None) -> list[dict[str, Any]]:

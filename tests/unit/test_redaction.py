@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,42 @@ def test_log_records_are_redacted_in_message_and_fields() -> None:
     assert SECRETS[3] not in line
     entry = json.loads(line)
     assert entry["level"] == "error" and entry["n"] == 3 and "ts" in entry
+
+
+def test_secrets_known_only_from_the_env_file_are_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$HARNESS_HOME/env is what cron and systemd load: its secrets are known even in a
+    process that did not load it (a shell, a test)."""
+    monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
+    (tmp_path / "env").write_text(
+        "# tokens\nexport JIRA_API_TOKEN='plain-jira-value-123'\nGITLAB_URL=https://gitlab.example.com\n"
+    )
+    out = redact("jira said plain-jira-value-123 at https://gitlab.example.com/x")
+    assert "plain-jira-value-123" not in out
+    assert "https://gitlab.example.com/x" in out  # not a secret by its name
+
+
+def test_private_key_blocks_and_other_token_shapes() -> None:
+    key = (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+        "-----END OPENSSH PRIVATE KEY-----"
+    )
+    for secret in (key, "ghp_" + "a" * 36, "AKIAABCDEFGHIJKLMNOP"):
+        out = redact(f"found {secret} here")
+        assert secret not in out and out.startswith("found ") and out.endswith(" here")
+
+
+def test_redaction_keeps_json_valid_and_binary_untouched() -> None:
+    from harness_cli.redaction import redact_bytes
+
+    text = json.dumps({"url": "https://u:pw-secret-1@h/p.git", "k": SECRETS[0], "n": 1})
+    data = json.loads(redact(text))
+    assert data["url"] == "https://u:[REDACTED]@h/p.git" and data["k"] == REDACTED
+    blob = b"\x89PNG\r\n\x1a\n" + SECRETS[0].encode() + b"\xff"
+    assert redact_bytes(blob) == blob
+
+
+def test_prose_about_credentials_is_not_mangled() -> None:
+    text = "Bearer authentication fails since Tuesday; the private token page says expired"
+    assert redact(text) == text
