@@ -99,29 +99,35 @@ def test_blocked_with_reachable_sources_is_forced_then_honoured(
         assert "G4" in [v["code"] for v in it["verdict"]["violations"]]
     assert inv.iteration(4)["verdict"]["decision"] == "exit_blocked"
     assert _exit(data) == "exit=blocked" and data["iterations"] == 4
-    assert "(cannot proceed without info)" in str(data["exit_line"])
+    # honoured once the force is spent, and said to be unverified: no call to it ever failed
+    assert "(unverified blockers after 3 forced rounds)" in str(data["exit_line"])
     prompts = inv.prompts()
-    inv.assert_guard_notes_at_head(prompts[1], "[G4] BLOCKED while", "[G_BLOCKER_FORCE 1/3]")
+    inv.assert_guard_notes_at_head(
+        prompts[1], "[G4] BLOCKED before a single tool call", "orders read replica",
+        "[G_BLOCKER_FORCE 1/3]",
+    )  # fmt: skip
     inv.assert_guard_notes_at_head(prompts[3], "[G_BLOCKER_FORCE 3/3]")
     # a blocked exit posts what blocks it, never the draft
     [post] = slack_emu.messages("D0SELF")  # type: ignore[attr-defined]
     assert post["text"].startswith("`exit=blocked")
     assert "orders read replica" in post["text"]
+    assert "unverified: no call to it failed in this run" in post["text"]
     assert "DRAFT-OF-A-BLOCKED-CASE" not in post["text"]
     assert inv.case_json()["status"] == "escalated"
     inv.assert_no_bash()
 
 
 @pytest.mark.parametrize("runtime", BOTH)
-def test_a_confidence_drop_of_more_than_10_points_exits_degrading(inv: Investigation) -> None:
+def test_two_consecutive_drops_of_more_than_10_points_exit_degrading(inv: Investigation) -> None:
     inv.script("inv_degrading")
     inv.open_case()
 
     data = inv.investigate()
 
-    assert _exit(data) == "exit=degrading" and data["iterations"] == 2
-    assert "(dropped 60%→45%)" in str(data["exit_line"])
-    assert [inv.iteration(n)["verdict"]["confidence"] for n in (1, 2)] == [60, 45]
+    assert _exit(data) == "exit=degrading" and data["iterations"] == 3
+    assert "(dropped 80%→72%→64%)" in str(data["exit_line"])
+    assert [inv.iteration(n)["verdict"]["confidence"] for n in (1, 2, 3)] == [80, 72, 64]
+    assert inv.iteration(2)["verdict"]["decision"] == "continue"  # one drop of 8 is no trend
     inv.assert_no_bash()
 
 
