@@ -106,6 +106,8 @@ class RunRequest:
     mcp_config: Path | None = None
     cache_prefix: tuple[str, ...] = ()
     """Stable blocks (SOP, KB…) placed first in the system prompt with ``cache_control``."""
+    read_roots: tuple[Path, ...] = ()
+    """Paths besides workdir this run may read; everything else is refused."""
     protect: tuple[Path, ...] = ()
     """Trees the guard snapshots and restores (allowed_root itself is skipped inside them).
     Only trees no concurrent run may write to: the guard puts back *any* change there."""

@@ -112,7 +112,9 @@ def test_a_review_that_drops_90_to_65_sends_the_loop_back(
     assert str(data["exit_line"]).startswith("exit=complete") and data["iterations"] == 2
     assert data["confidence"] == 88
     case = inv.case_json()
-    assert [p["confidence"] for p in case["confidence"]] == [90, 88]
+    # the number the review set is part of the trajectory, numbered by its iteration
+    points = [(p["iteration"], p["confidence"], p.get("review", False)) for p in case["confidence"]]
+    assert points == [(1, 90, False), (1, 65, True), (2, 88, False)]
     analysis = Path(inv.case_dir() / "ANALYSIS.md").read_text()
-    assert "Confidence: 90% → 88%" in analysis
+    assert "Confidence: 90% → 65% (review) → 88%" in analysis
     inv.assert_no_bash()
