@@ -114,6 +114,7 @@ class Loop:
         )
         while True:
             n = iterations(self.history) + 1
+            began = time.monotonic()
             prompt = self.render(
                 "investigator",
                 guard_notes=render_guard_notes(notes),
@@ -131,7 +132,7 @@ class Loop:
             verdict = self._verdict(found, tools)
             self.outputs.append((n, text))
             self.history.append(verdict)
-            self._save_iteration(n, prompt, text, verdict)
+            self._save_iteration(n, prompt, text, verdict, time.monotonic() - began)
             if verdict.decision is not None and verdict.decision.action == "review":
                 assert self.report is not None
                 verdict = self._review(n, slate, found, tools)
@@ -174,6 +175,7 @@ class Loop:
         same inputs as its own verdict (prose for G2, the previous report for G1, the run's
         tool calls) plus the review, so no guard note of the round is lost."""
         assert self.report is not None
+        began = time.monotonic()
         narrative = Narrative(
             slate=_slate_text(slate),
             iterations=tuple(self.outputs),
@@ -194,7 +196,7 @@ class Loop:
             elapsed_seconds=self._elapsed(), evidence=Evidence(tuple(self.run_tools), tuple(tools)),
         )  # fmt: skip
         self.history.append(verdict)
-        self._save_review(n, outcome.raw, outcome.staged, verdict)
+        self._save_review(n, outcome.raw, outcome.staged, verdict, time.monotonic() - began)
         return verdict
 
     def _slate(self) -> tuple[precommit.Slate, list[str]]:
@@ -233,11 +235,14 @@ class Loop:
     def _elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def _save_iteration(self, n: int, prompt: str, text: str, verdict: Verdict) -> None:
+    def _save_iteration(
+        self, n: int, prompt: str, text: str, verdict: Verdict, seconds: float
+    ) -> None:
         atomic_write_json(
             self.case_dir / "iterations" / f"{n:02d}.json",
             {
                 "iteration": n,
+                "seconds": round(seconds, 4),
                 "verdict": verdict.to_json(),
                 "claimed_confidence": verdict.claimed_confidence,
                 "status": verdict.status,
@@ -250,12 +255,18 @@ class Loop:
         )
 
     def _save_review(
-        self, n: int, raw: dict[str, Any], staged: dict[str, dict[str, str]], verdict: Verdict
+        self,
+        n: int,
+        raw: dict[str, Any],
+        staged: dict[str, dict[str, str]],
+        verdict: Verdict,
+        seconds: float,
     ) -> None:
         atomic_write_json(
             self.case_dir / "review" / f"{n:02d}.json",
             {
                 "after_iteration": n,
+                "seconds": round(seconds, 4),
                 "review": raw,
                 "verdict": verdict.to_json(),
                 "reason": verdict.decision.reason if verdict.decision else "",

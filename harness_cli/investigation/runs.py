@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -134,6 +135,8 @@ class CallRecord:
     error: str | None = None
     tools: list[dict[str, Any]] = field(default_factory=list)
     """The tool calls the runtime reported (``evidence.ToolUse``): what G4 and stalled read."""
+    seconds: float = 0.0
+    """Wall time of the runtime's run (the model's turns and its tool calls)."""
 
 
 @dataclass
@@ -205,6 +208,7 @@ class CaseRunner:
     def _run(self, role: str, req: RunRequest) -> str:
         if self.status is not None:
             self.status.start(role)
+        started = time.monotonic()
         try:
             result = self.runtime.run(req)
         except ConfigError as exc:  # no claude binary, no API key: nothing could be asked
@@ -224,6 +228,7 @@ class CaseRunner:
             list(result.reverted),
             result.error,
             [t.to_json() for t in uses],
+            round(time.monotonic() - started, 4),
         )
         self.calls.append(record)
         event(log, "model_call", **{k: v for k, v in asdict(record).items() if k != "tools"})

@@ -35,6 +35,8 @@ def test_an_honest_investigation_completes_and_posts_its_draft_in_the_case_threa
     assert status["thread_ts"] == thread["ts"] and status["text"].startswith(":white_check_mark:")
     assert draft["thread_ts"] == thread["ts"] and draft["ts"] == data["posted_ts"]
     assert draft["text"].startswith(f"`{data['exit_line']}`")
+    # the exit line is told once: in the result, not again in the closing status edit
+    assert "exit=" not in status["text"] and data["exit_line"] not in status["text"]
     assert "Orders of exactly 10 units miss the bulk discount" in draft["text"]
     # the status placeholder and the draft are all the investigation posted, in the self-DM
     assert slack_emu.calls("chat.postMessage") == 3

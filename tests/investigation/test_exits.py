@@ -1,5 +1,9 @@
 """The loop's rules on a misbehaving model: the A1 clamp, the three force-continue rules and the
-exits degrading, stalled and timeout — each from a scripted model through a real runtime."""
+exits degrading, stalled and timeout — each from a scripted model through a real runtime.
+
+The rules are the same Python whatever the runtime, so these run on the harness's own loop;
+the A1 test also runs on the claude CLI (prompt assembly: guard notes first, A7 pinned last),
+and the bench runs every case of the misbehaving library on both runtimes."""
 
 from __future__ import annotations
 
@@ -42,7 +46,6 @@ def test_inflated_confidence_is_clamped_to_the_a1_ceiling(inv: Investigation) ->
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
 def test_complete_under_70_is_forced_on_and_never_exits_complete(inv: Investigation) -> None:
     inv.script("inv_low_complete")
     inv.open_case()
@@ -65,7 +68,6 @@ def test_complete_under_70_is_forced_on_and_never_exits_complete(inv: Investigat
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
 def test_a_symptom_level_finding_is_forced_to_trace_the_chain(inv: Investigation) -> None:
     inv.script("inv_symptom")
     inv.open_case()
@@ -84,7 +86,6 @@ def test_a_symptom_level_finding_is_forced_to_trace_the_chain(inv: Investigation
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
 def test_blocked_with_reachable_sources_is_forced_then_honoured(
     inv: Investigation, slack_emu: object
 ) -> None:
@@ -117,7 +118,6 @@ def test_blocked_with_reachable_sources_is_forced_then_honoured(
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
 def test_two_consecutive_drops_of_more_than_10_points_exit_degrading(inv: Investigation) -> None:
     inv.script("inv_degrading")
     inv.open_case()
@@ -131,7 +131,6 @@ def test_two_consecutive_drops_of_more_than_10_points_exit_degrading(inv: Invest
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
 def test_two_rounds_without_new_facts_exit_stalled(inv: Investigation) -> None:
     inv.script("inv_stalled")
     inv.open_case()
@@ -144,7 +143,6 @@ def test_two_rounds_without_new_facts_exit_stalled(inv: Investigation) -> None:
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
 def test_the_iteration_budget_exits_timeout(inv: Investigation) -> None:
     inv.script("inv_budget")
     inv.thresholds(max_iterations=4)
