@@ -157,7 +157,12 @@ class Observed:
     review_decision: str | None = None
     unmatched: list[str] = field(default_factory=list)
     model_seconds: float = 0.0
+    """Wall time inside the runtime (every model call with its tool calls), from the records."""
+    loop_harness_seconds: float = 0.0
+    """The harness's own time inside the iterations and reviews: their wall time minus the
+    model calls they made (prompt, gates, the lock check, the records written)."""
     wall_seconds: float = 0.0
+    """Wall time of the whole `harness investigate` command."""
 
 
 def check(case: LibraryCase, seen: Observed) -> list[str]:

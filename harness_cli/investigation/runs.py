@@ -36,6 +36,7 @@ SLACK_WRITE_TOOLS = (
 FILE_WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 
 Unavailable = Literal["auth", "outage", "timeout", "config"]
+NOTE_CHARS = 72
 
 # How the runtimes word a call that never reached a working model (the claude CLI's result
 # text, the SDK's exception names; see CLAUDE-CLI-FACTS.md).
@@ -73,24 +74,32 @@ class ModelUnavailable(ServiceError):
 
     @property
     def note(self) -> str:
-        """The exit line's note: the cause, short."""
+        """The exit line's note: the cause, short (cut at a word, never mid-bracket)."""
         label = {"auth": "model auth", "outage": "model unavailable", "timeout": "model timeout",
                  "config": "model runtime"}[self.kind]  # fmt: skip
-        return f"{label}: {' '.join(self.detail.split())[:80]}"
+        words = " ".join(self.detail.replace("(", "").replace(")", "").split())
+        if len(words) > NOTE_CHARS:
+            words = words[:NOTE_CHARS].rsplit(" ", 1)[0] + " …"
+        return f"{label}: {words}"
 
 
 _HINTS: dict[Unavailable, str] = {
     "auth": "check ANTHROPIC_API_KEY (or the claude CLI's login) with `harness doctor`, then "
-    "run `harness investigate CASE` again",
-    "outage": "the model API failed after its retries; run `harness investigate CASE` again later",
-    "timeout": "the call ran past its wall clock; run `harness investigate CASE` again, or look "
-    "at the model service",
-    "config": "fix the runtime's setup (`harness doctor` says what is missing), then run "
-    "`harness investigate CASE` again",
+    "run the workflow on case {case} again (`harness investigate {case}`)",
+    "outage": "the model API failed after its retries; run the workflow on case {case} again "
+    "later (`harness investigate {case}`)",
+    "timeout": "the call ran past its wall clock; look at the model service, then run the "
+    "workflow on case {case} again",
+    "config": "fix the runtime's setup (`harness doctor` says what is missing), then run the "
+    "workflow on case {case} again",
 }
 
 
-def unavailable(role: str, result: RunResult) -> ModelUnavailable | None:
+def _hint(kind: Unavailable, case: str) -> str:
+    return _HINTS[kind].format(case=case)
+
+
+def unavailable(role: str, result: RunResult, case: str = "CASE") -> ModelUnavailable | None:
     """The ``ModelUnavailable`` a finished run amounts to, if any. A run that stopped on an
     error is one when its error reads like auth or an outage — the claude CLI then returns
     its error message as the result text, which must not pass for the model's answer — or
@@ -98,14 +107,14 @@ def unavailable(role: str, result: RunResult) -> ModelUnavailable | None:
     without a usable report, not an outage."""
     if result.stop == "timeout":
         detail = result.error or "killed on its wall clock"
-        return ModelUnavailable("timeout", role, detail, hint=_HINTS["timeout"])
+        return ModelUnavailable("timeout", role, detail, hint=_hint("timeout", case))
     if result.stop != "error":
         return None
     detail = result.error or "the run stopped on an error"
     if _AUTH.search(detail):
-        return ModelUnavailable("auth", role, detail, hint=_HINTS["auth"])
+        return ModelUnavailable("auth", role, detail, hint=_hint("auth", case))
     if _OUTAGE.search(detail) or not result.text.strip():
-        return ModelUnavailable("outage", role, detail, hint=_HINTS["outage"])
+        return ModelUnavailable("outage", role, detail, hint=_hint("outage", case))
     return None
 
 
@@ -212,7 +221,11 @@ class CaseRunner:
         try:
             result = self.runtime.run(req)
         except ConfigError as exc:  # no claude binary, no API key: nothing could be asked
-            raise ModelUnavailable("config", role, exc.line(), hint=_HINTS["config"]) from None
+            case = self.case_dir.name
+            hint = f"{exc.hint}; then run the workflow on case {case} again" if exc.hint else None
+            raise ModelUnavailable(
+                "config", role, exc.message, hint=hint or _hint("config", case)
+            ) from None
         u = result.usage
         uses = [ToolUse.from_event(t) for t in result.tool_events]
         self.tool_uses += uses
@@ -234,7 +247,7 @@ class CaseRunner:
         event(log, "model_call", **{k: v for k, v in asdict(record).items() if k != "tools"})
         if result.reverted:
             event(log, "writes_reverted", logging.WARNING, role=role, files=result.reverted)
-        failure = unavailable(role, result)
+        failure = unavailable(role, result, self.case_dir.name)
         if failure is not None:
             event(log, "model_unavailable", logging.ERROR, role=role, kind=failure.kind,
                   error=failure.detail[:500])  # fmt: skip

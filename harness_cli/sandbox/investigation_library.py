@@ -204,17 +204,25 @@ def _read_iterations(seen: Observed, folder: Path) -> None:
         reason = str(data.get("reason", ""))
         seen.codes |= {rule for rule in _FORCES if reason.startswith(rule)}
         seen.model_seconds += _model_seconds(data)
+        seen.loop_harness_seconds += _harness_seconds(data, ("investigator",))
     for path in sorted((folder / "review").glob("[0-9]*.json")):
         data = json.loads(path.read_text())
         seen.codes |= {str(v["code"]) for v in data["verdict"]["violations"]}
         seen.model_seconds += _model_seconds(data)
+        seen.loop_harness_seconds += _harness_seconds(data, ("adversarial-reviewer", "red-team"))
 
 
 _FORCES = ("CONFIDENCE_FORCE", "CAUSAL_CHAIN_FORCE", "G_BLOCKER_FORCE")
 
 
-def _model_seconds(record: dict[str, Any]) -> float:
-    return float(sum(c.get("seconds", 0.0) for c in record.get("calls", [])))
+def _model_seconds(record: dict[str, Any], roles: tuple[str, ...] | None = None) -> float:
+    calls = record.get("calls", [])
+    return float(sum(c.get("seconds", 0.0) for c in calls if roles is None or c["role"] in roles))
+
+
+def _harness_seconds(record: dict[str, Any], roles: tuple[str, ...]) -> float:
+    """An iteration's (a review's) wall time minus its own model calls."""
+    return max(0.0, float(record.get("seconds", 0.0)) - _model_seconds(record, roles))
 
 
 def _prompts(emu: AnthropicEmulator) -> list[str]:
