@@ -60,12 +60,15 @@ class ModelUnavailable(ServiceError):
 
     def __init__(self, kind: Unavailable, role: str, detail: str, *, hint: str) -> None:
         what = {
-            "auth": "the model refused the credentials",
-            "outage": "the model service failed",
-            "timeout": "the model run was killed on its wall clock",
-            "config": "the model runtime is not set up",
+            "auth": "credentials refused",
+            "outage": "service unavailable",
+            "timeout": "killed on its wall clock",
+            "config": "runtime not set up",
         }[kind]
-        super().__init__(f"{what} ({role}): {' '.join(detail.split())[:300]}", hint=hint)
+        detail_line = " ".join(detail.split())[:300]
+        super().__init__(
+            f"the {role} run could not reach the model ({what}): {detail_line}", hint=hint
+        )
         self.kind: Unavailable = kind
         self.role = role
         self.detail = detail
