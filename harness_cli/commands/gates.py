@@ -8,9 +8,13 @@ the output); an unreadable file or one with no valid report exits 2 with one lin
 
 ``decision`` is one of: ``continue`` (another iteration, guard notes first), ``review`` (ready
 for the adversarial and red-team reviews), ``exit_complete``, ``exit_blocked``,
-``exit_stalled``, ``exit_degrading``, ``exit_timeout``. With ``--previous`` the history is that
-report's own verdict, so G1 and the degrading drop apply; with ``--review`` the verdict is the
-review's (P7, G5, D). Every code is documented in ``harness_cli/investigation/gates/table.py``.
+``exit_stalled``, ``exit_degrading``, ``exit_timeout``, ``exit_failed`` (the harness's sixth
+exit: the run could not investigate; the loop decides it, a single report rarely does). With
+``--previous`` (repeatable, oldest first) the history is those reports' own verdicts, so G1,
+stalled and degrading apply (degrading needs two drops in a row: two earlier reports); with
+``--review`` the verdict is the review's (P7, G5, D). A report checked here comes without the
+run's tool calls, so G4 falls back to the wording of each ``access_status``. Every code is
+documented in ``harness_cli/investigation/gates/table.py``.
 """
 
 from __future__ import annotations
@@ -36,8 +40,12 @@ def gates(
         metavar="REPORT.json",
         help="The completion report: a JSON file, or model output containing the block.",
     ),
-    previous: Path | None = typer.Option(
-        None, "--previous", help="The previous iteration's report (G1, degrading drop)."
+    previous: list[Path] = typer.Option(
+        [],
+        "--previous",
+        metavar="PREV.json",
+        help="An earlier iteration's report (G1, stalled, degrading); repeat it for several, "
+        "oldest first.",
     ),
     review: Path | None = typer.Option(
         None, "--review", help="The adversarial review verdict, D1-D15 and red team (P7, G5)."
@@ -47,6 +55,7 @@ def gates(
     from harness_cli.investigation.gates import evaluate
     from harness_cli.investigation.report import CompletionReport, extract_report
     from harness_cli.investigation.review import parse_review
+    from harness_cli.investigation.verdict import Verdict
 
     def load_report(path: Path) -> tuple[CompletionReport, str, tuple[str, ...]]:
         found = extract_report(_read(path))
@@ -55,7 +64,22 @@ def gates(
         return found.report, found.prose, found.problems
 
     current, prose, problems = load_report(report)
-    before = load_report(previous)[0] if previous is not None else None
+    history: list[Verdict] = []
+    before: CompletionReport | None = None
+    for path in previous:
+        earlier, earlier_prose, earlier_problems = load_report(path)
+        history.append(
+            evaluate(
+                earlier,
+                before,
+                None,
+                _thresholds(),
+                prose=earlier_prose,
+                problems=earlier_problems,
+                history=list(history),
+            )
+        )
+        before = earlier
     verdict_of_review = None
     if review is not None:
         try:
@@ -63,9 +87,22 @@ def gates(
         except ValueError as exc:
             raise InputError(f"{review}: not a review verdict: {exc}") from None
 
+    if verdict_of_review is not None:
+        history.append(
+            evaluate(
+                current,
+                before,
+                None,
+                _thresholds(),
+                prose=prose,
+                problems=problems,
+                history=list(history),
+            )
+        )
     verdict = evaluate(
-        current, before, verdict_of_review, _thresholds(), prose=prose, problems=problems
-    )
+        current, before, verdict_of_review, _thresholds(),
+        prose=prose, problems=problems, history=history,
+    )  # fmt: skip
     body = verdict.to_json()
     text = (
         json.dumps(body, ensure_ascii=False)

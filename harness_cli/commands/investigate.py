@@ -16,9 +16,18 @@ app = new_app("Run the gated investigation loop on a case.")
 def investigate(
     case: str | None = typer.Argument(None, help="The case id (or give --payload)."),
     payload: str | None = typer.Option(None, "--payload", help="Dispatch payload file."),
-    no_post: bool = typer.Option(False, "--no-post", help="Do not post to Slack (dry run)."),
+    no_post: bool = typer.Option(
+        False,
+        "--no-post",
+        help="Dry run: write the case folder, but post nothing to Slack and commit or push "
+        "nothing.",
+    ),
 ) -> None:
-    """Investigate one case until the loop names its exit."""
+    """Investigate one case until the loop names its exit.
+
+    Exits 0 for each of the reference's five exits (complete, blocked, stalled, degrading,
+    timeout); 1 for ``exit=failed`` (the model unreachable, or no readable report round after
+    round) and 2 when the model's credentials or the runtime's setup were refused."""
     from harness_cli.commands import _progress, _workflow
     from harness_cli.config import load_config
     from harness_cli.investigation.run import investigate_case
@@ -28,7 +37,10 @@ def investigate(
         budget = load_config().harness.investigation.max_iterations
         with _progress.live(f"investigate {inv.case_id}", max_iterations=budget):
             outcome = investigate_case(inv.case_id, post=not no_post)
-    result = Result("investigate", data=outcome)
+    result = Result("investigate", data=outcome, exit_code=outcome["exit_code"])
     result.messages.append(outcome["exit_line"])
-    result.changed.append(f"case {inv.case_id} → {outcome['status']}")
+    if outcome["exit_code"]:
+        result.errors.append(f"case {inv.case_id}: {outcome['reason']}")
+    suffix = " (dry run: nothing posted, committed or pushed)" if no_post else ""
+    result.changed.append(f"case {inv.case_id} → {outcome['status']}{suffix}")
     emit(result)

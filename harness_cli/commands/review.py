@@ -17,7 +17,10 @@ def review(
     case: str | None = typer.Argument(None, help="The case id (or give --payload)."),
     payload: str | None = typer.Option(None, "--payload", help="Dispatch payload file."),
 ) -> None:
-    """Review the case's latest completion report; prints the gates' verdict with the review."""
+    """Review the case's latest completion report; prints the gates' verdict with the review.
+
+    Each reviewer runs in a fresh folder holding only what its role may see; the slate they
+    are shown is the locked one (a changed kickoff_precommitment.json is put back first)."""
     from harness_cli.commands import _workflow
     from harness_cli.investigation.run import review_case
 
@@ -30,4 +33,8 @@ def review(
         f"red_team_diverges={outcome['review']['red_team'].get('diverges')}  "
         f"decision={outcome['verdict']['decision']}"
     )
+    if outcome.get("reason"):
+        result.messages.append(str(outcome["reason"]))
+    # A lock put back before the review: the operator should know the slate was tampered with.
+    result.messages += [str(note) for note in outcome.get("lock", [])]
     emit(result)

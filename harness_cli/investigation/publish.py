@@ -2,7 +2,11 @@
 
 "All outbound communication passes through the draft_response field of the structured
 completion report, which the harness posts only after it has validated the exit conditions."
-Only a ``complete`` exit posts the draft; the others post the exit line and what blocks it.
+Only a ``complete`` exit posts the draft; the others post the exit line and what holds the
+investigation back (every register's blockers), or — for ``failed`` — the real cause and
+what to do. The exit line goes out once: in that post (the status message closes without it).
+A dry run (``out`` None, ``sync_now`` False) writes the case folder and nothing else: no post,
+no commit, no push.
 """
 
 from __future__ import annotations
@@ -13,9 +17,12 @@ from pathlib import Path
 
 from harness_cli import clock
 from harness_cli.config import Config
+from harness_cli.investigation.analysis import FILE as ANALYSIS
+from harness_cli.investigation.analysis import analysis_md, blockers, investigator_notes
+from harness_cli.investigation.exits import exit_line, points
 from harness_cli.investigation.loop import LoopResult
 from harness_cli.investigation.report import CompletionReport
-from harness_cli.investigation.rules import exit_line, split_actions, trajectory
+from harness_cli.investigation.rules import split_actions
 from harness_cli.logs import event
 from harness_cli.ops.outbound import Outbound
 from harness_cli.state import files
@@ -25,6 +32,9 @@ from harness_cli.workspace.case import ConfidencePoint
 
 log = logging.getLogger("harness.investigation")
 
+STATUS_AFTER = {"complete": "awaiting_approval", "failed": "failed"}
+"""The case status each exit leaves; any other exit: ``escalated`` (the operator decides)."""
+
 
 @dataclass
 class Published:
@@ -33,67 +43,67 @@ class Published:
     posted_ts: str | None
 
 
-def publish(cfg: Config, case_id: str, result: LoopResult, out: Outbound | None) -> Published:
+def publish(
+    cfg: Config,
+    case_id: str,
+    result: LoopResult,
+    out: Outbound | None,
+    *,
+    sync_now: bool = True,
+) -> Published:
     decision = result.decision
     reason = decision.exit_reason or "timeout"
-    last = result.history[-1]
     line = exit_line(
-        reason, last.confidence, result.iterations, result.elapsed_seconds, decision.exit_note
+        reason, result.confidence, result.iterations, result.elapsed_seconds, decision.exit_note
     )
     event(log, "investigation_exit", case_id=case_id, line=line)
     folder = registry.case_dir(case_id)
     report = result.report
-    atomic_write_text(folder / "ANALYSIS.md", analysis_md(case_id, line, result, report))
-    atomic_write_text(folder / "TASK.md", task_md(cfg, case_id, line, report, last.confidence))
-    status = "awaiting_approval" if reason == "complete" else "escalated"
-    with registry.update_case(case_id, cfg.harness.thresholds, f"investigation {reason}") as case:
+    notes = investigator_notes(folder)
+    atomic_write_text(
+        folder / ANALYSIS,
+        analysis_md(case_id, line, decision, result.history, report, result.tools, notes),
+    )
+    completed = decision.action == "exit_complete"
+    atomic_write_text(
+        folder / "TASK.md", task_md(cfg, case_id, line, report, result.confidence, completed)
+    )
+    status = STATUS_AFTER.get(reason, "escalated")
+    message = f"investigation {reason}"
+    with registry.update_case(case_id, cfg.harness.thresholds, message, sync_now=sync_now) as case:
         case.exit = line
         case.confidence = [
-            ConfidencePoint(iteration=i, confidence=v.confidence, at=clock.now())
-            for i, v in enumerate(result.history, 1)
-            if v.review is None and v.report_ok
+            ConfidencePoint.model_validate(
+                {
+                    "iteration": p.iteration,
+                    "confidence": p.confidence,
+                    "at": clock.now(),
+                    **({"review": True} if p.review else {}),
+                }
+            )
+            for p in points(result.history)
         ]
         case.move(status, by="investigate", note=decision.reason)
-    posted = _post(cfg, case_id, line, reason, report, out) if out is not None else None
+    posted = _post(cfg, case_id, line, result, out) if out is not None else None
     return Published(line, status, posted)
 
 
-def analysis_md(
-    case_id: str, line: str, result: LoopResult, report: CompletionReport | None
-) -> str:
-    parts = [
-        f"# {case_id} — analysis",
-        "",
-        f"`{line}`",
-        "",
-        f"Confidence: {trajectory(result.history)}",
-        "",
-        f"Decision: {result.decision.reason}",
-    ]
-    if report is not None:
-        if report.root_cause:
-            parts += ["", "## Root cause", "", report.root_cause.summary, ""]
-            parts += [f"- [{e.kind}] {e.claim} ({e.source})" for e in report.root_cause.evidence]
-        for title, items in (
-            ("Open questions", report.open_questions),
-            ("Contradictions", report.contradiction_register),
-            ("Assumptions", report.assumption_register),
-            ("Unchecked sources", [_source(s) for s in report.unchecked_sources]),
-        ):
-            if items:
-                parts += ["", f"## {title}", "", *(f"- {i}" for i in items)]
-        if report.draft_response:
-            parts += ["", "## Draft response", "", report.draft_response]
-    return "\n".join(parts) + "\n"
-
-
 def task_md(
-    cfg: Config, case_id: str, line: str, report: CompletionReport | None, confidence: int
+    cfg: Config,
+    case_id: str,
+    line: str,
+    report: CompletionReport | None,
+    confidence: int,
+    completed: bool = True,
 ) -> str:
+    """What to do. Actions may run by themselves only after a ``complete`` exit at 95+;
+    after any other exit every action is the operator's to decide."""
     parts = [f"# {case_id} — what to do", "", f"Investigation: `{line}`", ""]
     if report is None or not report.actions:
         return "\n".join([*parts, "No action was proposed."]) + "\n"
-    auto, drafts = split_actions(report.actions, confidence, cfg.harness.investigation)
+    auto, drafts = split_actions(
+        report.actions, confidence, cfg.harness.investigation, completed=completed
+    )
     for title, actions in (
         ("May run by itself (confidence ≥ auto-run bar, non-destructive)", auto),
         ("For the operator to decide", drafts),
@@ -117,36 +127,37 @@ def task_md(
     return "\n".join(parts) + "\n"
 
 
-def _post(
-    cfg: Config,
-    case_id: str,
-    line: str,
-    reason: str,
-    report: CompletionReport | None,
-    out: Outbound,
-) -> str | None:
+def dm_text(case_id: str, line: str, result: LoopResult) -> str:
+    """The one post: the exit line, then the draft (complete), the cause and what to do
+    (failed), or what holds the investigation back (every other exit)."""
+    decision, report = result.decision, result.report
+    reason = decision.exit_reason
+    if reason == "complete" and report is not None and report.draft_response:
+        return (
+            f"`{line}`\nDraft response (reply to approve, or `admin: task {case_id}`):\n"
+            f"{report.draft_response}"
+        )
+    if reason == "failed":
+        return "\n".join(
+            [f"`{line}`", f"The investigation could not run: {decision.reason}",
+             f"Nothing was concluded. The iterations so far are in case {case_id}."]
+        )  # fmt: skip
+    held = [f"• {b}" for b in blockers(report, result.tools)]
+    return "\n".join(
+        [f"`{line}`", "The investigation needs you before it can go on.",
+         f"Why: {decision.reason}", *held]
+    )  # fmt: skip
+
+
+def _post(cfg: Config, case_id: str, line: str, result: LoopResult, out: Outbound) -> str | None:
     thread = next(
         (t for t in files.oncall_thread_map().read().for_case(case_id) if t.role == "case_thread"),
         None,
     )
     dm = cfg.harness.operator.self_dm_channel
-    if reason == "complete" and report is not None and report.draft_response:
-        body = (
-            f"`{line}`\nDraft response (reply to approve, or `admin: task {case_id}`):\n"
-            f"{report.draft_response}"
-        )
-    else:
-        blockers = [f"• {_source(s)}" for s in (report.unchecked_sources if report else [])]
-        body = "\n".join(
-            [f"`{line}`", "The investigation needs you before it can go on.", *blockers]
-        )
-    return out.post(dm, body, thread_ts=thread.thread_ts if thread else None)
-
-
-def _source(source: object) -> str:
-    """An unchecked source; a model may give a bare string (G3 flags it, we still show it)."""
-    name = getattr(source, "name", None)
-    return f"{name}: {getattr(source, 'access_status', '')}" if name else str(source)
+    return out.post(
+        dm, dm_text(case_id, line, result), thread_ts=thread.thread_ts if thread else None
+    )
 
 
 def read_ticket(case_dir: Path, limit: int | None = None) -> str:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 Status = Literal["IN_PROGRESS", "BLOCKED", "COMPLETE"]
 
@@ -57,13 +57,29 @@ class AdjacentProblem(_Lenient):
 class Evidence(_Lenient):
     claim: str = ""
     kind: Literal["HARD", "INFERRED"] = "INFERRED"
-    """Unmarked evidence counts as INFERRED: hard evidence has to say so (EQ1)."""
+    """Unmarked evidence counts as INFERRED: hard evidence has to say so (EQ1). A kind that
+    is neither (``"STRONG"``, ``"hard-ish"``) is read as INFERRED, the conservative reading,
+    rather than rejecting the whole report; ``stated_kind`` keeps what was written."""
+    stated_kind: str = ""
+    """The kind as the model wrote it, when it was not HARD or INFERRED (EQ1 names it)."""
     source: str = ""
 
-    @field_validator("kind", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _upper(cls, value: Any) -> Any:
-        return value.strip().upper() if isinstance(value, str) else value
+    def _kind(cls, value: Any) -> Any:
+        if not isinstance(value, dict) or "kind" not in value:
+            return value
+        raw = value["kind"]
+        kind = raw.strip().upper() if isinstance(raw, str) else raw
+        if kind in ("HARD", "INFERRED"):
+            return {**value, "kind": kind}
+        return {**value, "kind": "INFERRED", "stated_kind": str(raw)}
+
+    @property
+    def is_hard(self) -> bool:
+        """HARD with something behind it: a claim and where it comes from. An empty
+        ``{"kind": "HARD"}`` cites nothing and lifts no cap."""
+        return self.kind == "HARD" and bool(self.claim.strip()) and bool(self.source.strip())
 
 
 class RootCause(_Lenient):
@@ -117,7 +133,8 @@ class CompletionReport(_Lenient):
     root_cause: RootCause | None = None
     actions: list[Action] = Field(default_factory=list)
     new_facts: list[str] = Field(default_factory=list)
-    """Facts learned this round; two rounds without any is the ``stalled`` exit."""
+    """Facts the model says it learned this round. Informative only: ``stalled`` counts what
+    the harness finds new in the report and the tool results (``evidence.py``)."""
 
     @field_validator("status", mode="before")
     @classmethod

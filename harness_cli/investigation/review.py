@@ -101,8 +101,16 @@ class ReviewVerdict(_Lenient):
     def failed(self) -> tuple[str, ...]:
         return tuple(d for d in DIMENSIONS if self.dimensions[d].verdict == "FAIL")
 
+    @property
+    def effective_severity(self) -> Severity:
+        """The severity the loop acts on: a review that fails a dimension is not a clean pass,
+        whatever severity it states ("none" with FAIL dimensions counts as minor)."""
+        if self.severity == "none" and self.failed:
+            return "minor"
+        return self.severity
+
     def summary(self) -> ReviewSummary:
-        return ReviewSummary(self.severity, self.failed, self.red_team.diverges)
+        return ReviewSummary(self.effective_severity, self.failed, self.red_team.diverges)
 
 
 def parse_review(text: str) -> ReviewVerdict:

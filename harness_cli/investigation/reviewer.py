@@ -1,7 +1,9 @@
-"""The two reviews of a finished investigation, each a separate model call in its own role.
+"""The two reviews of a finished investigation, each a separate model call in its own role,
+each in its own staged folder (``staging.py``) — what a reviewer may see is what it is given,
+not what it is asked to ignore.
 
 - The adversarial reviewer (D1-D15) "doesn't see the investigator's prompt. It receives the
-  analysis text and a checklist of 15 evaluation dimensions."
+  analysis text and a checklist of 15 evaluation dimensions" — here the whole narrative.
 - The red team (G5) "is shown only the original problem statement and the final conclusion
   [...] It gets no intermediate reasoning, no evidence trail and no earlier rounds."
 
@@ -11,36 +13,80 @@ critical review with that reason: an unreadable verdict is not a pass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from harness_cli.investigation.jsonblocks import json_objects
 from harness_cli.investigation.report import CompletionReport
 from harness_cli.investigation.review import DIMENSIONS, ReviewVerdict
-from harness_cli.investigation.runs import ModelCall
+from harness_cli.investigation.staging import (
+    Narrative,
+    hidden_paths,
+    scrub,
+    stage_adversarial,
+    stage_red_team,
+    staged,
+)
+
+
+class IsolatedCall(Protocol):
+    def isolated(self, role: str, prompt: str, workdir: Path) -> str: ...
 
 
 @dataclass
 class ReviewOutcome:
     verdict: ReviewVerdict
     raw: dict[str, Any]
+    staged: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per reviewer, the files it was given (name → sha256): what it could see."""
+
+
+def conclusion_of(report: CompletionReport) -> str:
+    conclusion = report.root_cause.summary if report.root_cause else ""
+    return "\n\n".join(x for x in (conclusion, report.draft_response) if x)
 
 
 def review(
-    ask: ModelCall, *, render: Any, ticket: str, slate: str, analysis: str, report: CompletionReport
+    runner: IsolatedCall,
+    *,
+    render: Callable[..., str],
+    ticket: str,
+    narrative: Narrative,
+    report: CompletionReport,
+    case_dir: Path,
 ) -> ReviewOutcome:
-    """Run both reviews and merge them into one verdict (REVIEW.json's shape)."""
+    """Run both reviews, each in a fresh folder, and merge them into one verdict."""
+    hidden = hidden_paths(case_dir)
     dimensions = "\n".join(f"- {code}: {name}" for code, name in DIMENSIONS.items())
-    adversarial_text = ask(
-        "adversarial-reviewer",
-        render("adversarial-reviewer", dimensions=dimensions, slate=slate, analysis=analysis),
-    )
-    conclusion = report.root_cause.summary if report.root_cause else ""
-    conclusion = "\n\n".join(x for x in (conclusion, report.draft_response) if x)
-    red_text = ask("red-team", render("red-team", ticket=ticket, conclusion=conclusion))
+    with staged("adversarial-reviewer") as stage:
+        stage_adversarial(stage, narrative, hidden)
+        prompt = render(
+            "adversarial-reviewer",
+            dimensions=dimensions,
+            slate=scrub(narrative.slate, hidden),
+            analysis=scrub(narrative.text(), hidden),
+        )
+        adversarial_text = runner.isolated("adversarial-reviewer", prompt, stage.dir)
+        adversarial_files = dict(stage.files)
+    with staged("red-team") as stage:
+        conclusion = conclusion_of(report)
+        stage_red_team(stage, ticket, conclusion, hidden)
+        prompt = render(
+            "red-team", ticket=scrub(ticket, hidden), conclusion=scrub(conclusion, hidden)
+        )
+        red_text = runner.isolated("red-team", prompt, stage.dir)
+        red_files = dict(stage.files)
+    outcome = merge(adversarial_text, red_text)
+    outcome.staged = {"adversarial-reviewer": adversarial_files, "red-team": red_files}
+    return outcome
 
+
+def merge(adversarial_text: str, red_text: str) -> ReviewOutcome:
+    """The two answers as one verdict (REVIEW.json's shape); unreadable parts are critical."""
     adversarial = _last_with(adversarial_text, "dimensions")
     red = _last_with(red_text, "hypothesis")
     problems: list[str] = []

@@ -1,28 +1,47 @@
-"""What happens after a verdict: the confidence rules, the three force-continue rules, the five
-exits, and the exit line. Pure functions over the history of verdicts (oldest first; review
-verdicts sit in it too, right after the iteration they reviewed).
+"""What happens after a verdict: the confidence rules, the three force-continue rules and the
+exits. Pure functions over the history of verdicts (oldest first; review verdicts sit in it
+too, right after the iteration they reviewed). The exit line and the sparkline: ``exits.py``.
 
 Confidence rules (thresholds from ``InvestigationThresholds``):
   * under 70 the loop cannot be left through COMPLETE;
   * 70+ with COMPLETE and no open questions (and no blocking gate) → ``review``;
-  * 95+ → non-destructive actions may auto-run, else they stay drafts for the operator;
-  * a drop of more than 10 points from one round to the next → ``exit_degrading``. A drop made
-    by a review (P7, the 90 → 65 incident) is not degradation: it sends the loop back, and the
-    lowered number becomes the baseline for the next round.
+  * 95+ → non-destructive actions may auto-run — only on a ``complete`` exit — else they stay
+    drafts for the operator;
+  * “a drop of more than 10% across two consecutive rounds” → ``exit_degrading``: two drops in
+    a row totalling more than 10 points, each the smaller of the claimed and the harness's
+    drop (a drop the harness's own ceiling made while the claim held is none). A review's
+    lowering (P7, the 90 → 65 incident) is not a round: it becomes the next round's baseline.
 Force-continue: CONFIDENCE_FORCE, CAUSAL_CHAIN_FORCE, G_BLOCKER_FORCE overrule an exit signal at
-most 3 times each, inside the 20-iteration budget. Once CAUSAL_CHAIN_FORCE is spent, A5 stops
-blocking (the reviewers judge the chain); once G_BLOCKER_FORCE is spent, BLOCKED is honoured;
-once CONFIDENCE_FORCE is spent, the loop exits ``blocked``: it cannot leave as complete under
-the bar, and an operator has to decide.
+most 3 times each, inside the 20-iteration budget. Once CONFIDENCE_FORCE is spent the loop exits
+``blocked`` (it cannot leave as complete under the bar); once CAUSAL_CHAIN_FORCE is spent it
+exits ``blocked`` too — never complete without a traced root cause; once G_BLOCKER_FORCE is
+spent BLOCKED is honoured, its note saying the unavailability was never shown by a failed call.
+
+The exits: the reference's five (complete, blocked, stalled, degrading, timeout) and
+``failed``, when the run could not investigate: the model unreachable or its credentials
+refused (``runs.ModelUnavailable``, decided by the loop) or no readable completion report for
+``unreadable_report_rounds`` rounds in a row (decided here). ``failed`` is the one exit with a
+non-zero exit code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness_cli.investigation.exits import exit_line, trajectory
 from harness_cli.investigation.report import Action
 from harness_cli.investigation.thresholds import DEFAULT_THRESHOLDS, InvestigationThresholds
 from harness_cli.investigation.verdict import Decision, ForceRule, ReviewSummary, Verdict
+
+__all__ = [
+    "EXIT_NOTES",
+    "exit_line",
+    "force_count",
+    "iterations",
+    "next_step",
+    "split_actions",
+    "trajectory",
+]
 
 EXIT_NOTES = {"blocked": "cannot proceed without info", "stalled": "two rounds, zero new facts"}
 
@@ -48,13 +67,16 @@ def next_step(
     elapsed_seconds: float | None = None,
 ) -> Decision:
     """The decision for ``verdict`` given the verdicts before it. Precedence: a degrading
-    drop; then the decision its status calls for (review, force-continue, or the complete and
-    blocked exits); then the wall clock; then, for a ``continue``, stalled and the iteration
-    budget (so forced rounds count inside it)."""
+    trend; rounds without a readable report; then the decision its status calls for (review,
+    force-continue, or the complete and blocked exits); then the wall clock; then, for a
+    ``continue``, stalled and the iteration budget (so forced rounds count inside it)."""
     t = thresholds
     degrading = _degrading(history, verdict, t)
     if degrading is not None:
         return degrading
+    unreadable = _unreadable(history, verdict, t)
+    if unreadable is not None:
+        return unreadable
     natural = _natural(history, verdict, t)
     if natural.is_exit:
         return natural
@@ -64,7 +86,8 @@ def next_step(
         if _stalled(history, verdict, t):
             return Decision(
                 "exit_stalled",
-                f"{t.stalled_rounds} rounds in a row with zero new facts",
+                f"{t.stalled_rounds} rounds in a row with zero new facts (nothing new in the "
+                "reports or the tool results)",
                 exit_note=EXIT_NOTES["stalled"],
             )
         if iterations(history, verdict) >= t.max_iterations:
@@ -72,19 +95,62 @@ def next_step(
     return natural
 
 
+def _points(history: Sequence[Verdict], verdict: Verdict) -> list[tuple[int, int]]:
+    """(claimed, harness's) confidence per round with a report, oldest first; a review
+    replaces its iteration's point with its lowered number (the next round's baseline)."""
+    points: list[tuple[int, int]] = []
+    for v in [*history, verdict]:
+        if not v.report_ok:
+            continue
+        point = (v.claimed_confidence, v.confidence)
+        if v.review is not None and points:
+            points[-1] = point
+        elif v.review is None:
+            points.append(point)
+    return points
+
+
+def round_drop(before: tuple[int, int], after: tuple[int, int]) -> int:
+    """How far a round went backwards: the smaller of the claimed and the harness's drop."""
+    return max(0, min(before[0] - after[0], before[1] - after[1]))
+
+
 def _degrading(
     history: Sequence[Verdict], verdict: Verdict, t: InvestigationThresholds
 ) -> Decision | None:
-    if not history or verdict.review is not None or not verdict.report_ok:
+    if verdict.review is not None or not verdict.report_ok:
         return None
-    before, now = history[-1].confidence, verdict.confidence
-    if before - now <= t.degrading_drop:
+    points = _points(history, verdict)
+    if len(points) < 3:
+        return None
+    a, b, c = points[-3:]
+    first, second = round_drop(a, b), round_drop(b, c)
+    if not (first and second) or first + second <= t.degrading_drop:
         return None
     return Decision(
         "exit_degrading",
-        f"confidence dropped {before}% → {now}% in one round (more than {t.degrading_drop} "
-        "points): the investigation is going backwards",
-        exit_note=f"dropped {before}%→{now}%",
+        f"confidence dropped {a[1]}% → {b[1]}% → {c[1]}% in two consecutive rounds ("
+        f"{first + second} points, more than {t.degrading_drop}): the investigation is going "
+        "backwards",
+        exit_note=f"dropped {a[1]}%→{b[1]}%→{c[1]}%",
+    )
+
+
+def _unreadable(
+    history: Sequence[Verdict], verdict: Verdict, t: InvestigationThresholds
+) -> Decision | None:
+    if verdict.review is not None or verdict.report_ok:
+        return None
+    window = [*(v for v in history if v.review is None), verdict][-t.unreadable_report_rounds :]
+    if len(window) < t.unreadable_report_rounds or any(v.report_ok for v in window):
+        return None
+    n = t.unreadable_report_rounds
+    return Decision(
+        "exit_failed",
+        f"no readable completion report in {n} rounds in a row: the model is not producing "
+        "the contract (see the REPORT notes in iterations/)",
+        exit_note=f"no readable completion report in {n} rounds",
+        exit_code=1,
     )
 
 
@@ -92,7 +158,7 @@ def _stalled(history: Sequence[Verdict], verdict: Verdict, t: InvestigationThres
     if verdict.review is not None:
         return False
     window = [*(v for v in history if v.review is None), verdict][-t.stalled_rounds :]
-    return len(window) >= t.stalled_rounds and all(v.new_facts == 0 for v in window)
+    return len(window) >= t.stalled_rounds and all(v.report_ok and v.new_facts == 0 for v in window)
 
 
 def _force(
@@ -113,18 +179,7 @@ def _natural(history: Sequence[Verdict], verdict: Verdict, t: InvestigationThres
     if verdict.status == "IN_PROGRESS":
         return Decision("continue", "investigation in progress")
     if verdict.status == "BLOCKED":
-        if "G4" in verdict.codes:
-            forced = _force(
-                history, "G_BLOCKER_FORCE", t,
-                "you declared BLOCKED while reachable sources were skipped or declared "
-                "unavailable by inference (G4): query them, or record the real error each "
-                "returned.",
-            )  # fmt: skip
-            if forced is not None:
-                return forced
-        return Decision(
-            "exit_blocked", "blocked: a human has to clear it", exit_note=EXIT_NOTES["blocked"]
-        )
+        return _blocked(history, verdict, t)
     if verdict.open_questions:
         return Decision(
             "continue",
@@ -148,17 +203,49 @@ def _natural(history: Sequence[Verdict], verdict: Verdict, t: InvestigationThres
             exit_note=f"under {t.exit_confidence}% after {t.force_continue_max} forced rounds",
         )
     if not verdict.causal_chain_complete:
-        forced = _force(
-            history, "CAUSAL_CHAIN_FORCE", t,
-            f"you declared COMPLETE at {verdict.confidence}% but causal_chain_complete is not "
-            "true: a symptom-level finding. Trace the chain from trigger to symptom.",
-        )  # fmt: skip
-        if forced is not None:
-            return forced
+        return _untraced(history, verdict, t)
     blocking = _blocking(verdict)
     if blocking:
         return Decision("continue", f"gates block the exit: {', '.join(blocking)}")
     return Decision("review", "ready for the adversarial and red-team reviews")
+
+
+def _blocked(history: Sequence[Verdict], verdict: Verdict, t: InvestigationThresholds) -> Decision:
+    if "G4" not in verdict.codes:
+        return Decision(
+            "exit_blocked", "blocked: a human has to clear it", exit_note=EXIT_NOTES["blocked"]
+        )
+    forced = _force(
+        history, "G_BLOCKER_FORCE", t,
+        "you declared BLOCKED while reachable sources were skipped or declared unavailable "
+        "by inference (G4): query them, or record the real error each call returned.",
+    )  # fmt: skip
+    if forced is not None:
+        return forced
+    return Decision(
+        "exit_blocked",
+        f"blocked after {t.force_continue_max} forced rounds, with blockers no failed tool "
+        "call ever showed: the operator has to judge them",
+        exit_note=f"unverified blockers after {t.force_continue_max} forced rounds",
+    )
+
+
+def _untraced(history: Sequence[Verdict], verdict: Verdict, t: InvestigationThresholds) -> Decision:
+    """CAUSAL_CHAIN_FORCE, and past it a named exit: “No complete without a traced root
+    cause” — a symptom-level finding never reaches the reviewers, let alone ``complete``."""
+    forced = _force(
+        history, "CAUSAL_CHAIN_FORCE", t,
+        f"you declared COMPLETE at {verdict.confidence}% but causal_chain_complete is not "
+        "true: a symptom-level finding. Trace the chain from trigger to symptom.",
+    )  # fmt: skip
+    if forced is not None:
+        return forced
+    return Decision(
+        "exit_blocked",
+        f"the root cause is still not traced after {t.force_continue_max} forced rounds "
+        "(causal_chain_complete is not true): a symptom-level finding cannot complete",
+        exit_note=f"root cause not traced after {t.force_continue_max} forced rounds",
+    )
 
 
 def _blocking(verdict: Verdict) -> list[str]:
@@ -176,6 +263,7 @@ def _minor_pass(verdict: Verdict, t: InvestigationThresholds) -> bool:
         and review.severity == "minor"
         and not review.diverges
         and verdict.confidence >= t.exit_confidence
+        and verdict.causal_chain_complete
         and not _blocking(verdict)
     )
 
@@ -183,6 +271,8 @@ def _minor_pass(verdict: Verdict, t: InvestigationThresholds) -> bool:
 def _after_review(
     history: Sequence[Verdict], verdict: Verdict, review: ReviewSummary, t: InvestigationThresholds
 ) -> Decision:
+    """``review.severity`` is the effective one (``ReviewVerdict.effective_severity``): a
+    "none" with FAIL dimensions arrives here as minor."""
     if review.severity == "critical":
         return Decision("continue", "the adversarial review found critical issues")
     if verdict.confidence < t.exit_confidence:
@@ -193,6 +283,8 @@ def _after_review(
         )
     if review.diverges:
         return Decision("continue", "the red team (G5) reached a different conclusion")
+    if not verdict.causal_chain_complete:
+        return Decision("continue", "no traced root cause (causal_chain_complete is not true)")
     blocking = _blocking(verdict)
     if blocking:
         return Decision("continue", f"gates block the exit: {', '.join(blocking)}")
@@ -213,39 +305,12 @@ def split_actions(
     actions: Sequence[Action],
     confidence: int,
     thresholds: InvestigationThresholds = DEFAULT_THRESHOLDS,
+    *,
+    completed: bool = True,
 ) -> tuple[list[Action], list[Action]]:
-    """(may auto-run, drafts for the operator): at 95+ the non-destructive actions may run by
-    themselves; everything else, and every destructive action, stays a draft."""
-    if confidence < thresholds.auto_run_confidence:
+    """(may auto-run, drafts for the operator): at 95+ the non-destructive actions of a
+    ``complete`` investigation may run by themselves; everything else — every action of an
+    investigation that ended any other way, and every destructive action — stays a draft."""
+    if not completed or confidence < thresholds.auto_run_confidence:
         return [], list(actions)
     return [a for a in actions if not a.destructive], [a for a in actions if a.destructive]
-
-
-def exit_line(
-    reason: str,
-    confidence: int,
-    iterations: int,
-    elapsed_seconds: float,
-    note: str | None = None,
-) -> str:
-    """The reference's shape, columns at 0, 20, 36, 51 and 67:
-    ``exit=complete       confidence=89%  iterations=12  elapsed=13min``."""
-    minutes = max(0, round(elapsed_seconds / 60))
-    cells = [
-        _cell(f"exit={reason}", 20),
-        _cell(f"confidence={confidence}%", 16),
-        _cell(f"iterations={iterations}", 15),
-    ]
-    elapsed = f"elapsed={minutes}min"
-    if not note:
-        return "".join(cells) + elapsed
-    return "".join(cells) + _cell(elapsed, 16) + f"({note})"
-
-
-def _cell(text: str, width: int) -> str:
-    return text.ljust(width) if len(text) < width else text + " "
-
-
-def trajectory(history: Sequence[Verdict]) -> str:
-    """The confidence sparkline of ANALYSIS.md, one point per iteration: ``45% → 62% → 78%``."""
-    return " → ".join(f"{v.confidence}%" for v in history if v.review is None and v.report_ok)

@@ -1,7 +1,13 @@
-"""The investigate workflow end to end: case → runtime → loop → publish."""
+"""The investigate and review workflows end to end: case → runtime → loop → publish.
+
+``post=False`` is the dry run: the case folder is written (iterations, ANALYSIS.md, TASK.md,
+case.json) so the operator can read what the investigation concluded, and nothing leaves the
+machine — no Slack post or status message, no commit, no push.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +31,8 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
             f"case {case_id} is {case.status}; not investigating it again",
             hint="reopen it first if that is what you want",
         )
-    with registry.update_case(case_id, cfg.harness.thresholds, "investigating") as fresh:
+    t = cfg.harness.thresholds
+    with registry.update_case(case_id, t, "investigating", sync_now=post) as fresh:
         fresh.move("investigating", by="investigate")
     folder = registry.case_dir(case_id)
     _archive_previous_run(folder)
@@ -39,13 +46,14 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         status=status,
         evidence=evidence_paths(cfg, case.project),
     )
+    committer = _committer(cfg, case_id) if post else None
     try:
         ticket = read_ticket(folder, cfg.harness.inputs.ticket_chars)
-        result = Loop(cfg, case, folder, runner, ticket).run()
+        result = Loop(cfg, case, folder, runner, ticket, committer=committer).run()
     except BaseException as exc:
         if status is not None:
             status.failed(status_message.reason(exc))
-        with registry.update_case(case_id, cfg.harness.thresholds, "investigation failed") as c:
+        with registry.update_case(case_id, t, "investigation failed", sync_now=post) as c:
             c.move("failed", by="investigate")
         raise
     out = None
@@ -53,17 +61,34 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         from harness_cli.services import factory
 
         out = factory.outbound(cfg)
-    done = publish(cfg, case_id, result, out)
+    done = publish(cfg, case_id, result, out, sync_now=post)
+    decision = result.decision
     if status is not None:
-        status.done(done.exit_line)
+        # The exit line goes out once, in the post below the status message.
+        if decision.action == "exit_failed":
+            status.failed(decision.exit_note or decision.reason)
+        else:
+            status.done(f"{decision.exit_reason} after {result.iterations} iteration(s)")
     return {
         "case_id": case_id,
         "exit_line": done.exit_line,
+        "exit": decision.exit_reason,
         "status": done.status,
         "iterations": result.iterations,
         "posted_ts": done.posted_ts,
-        "confidence": result.history[-1].confidence,
+        "confidence": result.confidence,
+        "reason": decision.reason,
+        "exit_code": decision.exit_code,
+        "dry_run": not post,
     }
+
+
+def _committer(cfg: Config, case_id: str) -> Any:
+    def commit(path: Path) -> str | None:
+        return registry.sync(f"case {case_id}: hypothesis slate locked", cfg.harness.thresholds,
+                             only=[path])  # fmt: skip
+
+    return commit
 
 
 def _live_status(cfg: Config, case_id: str) -> status_message.StatusReporter | None:
@@ -90,46 +115,69 @@ def _archive_previous_run(folder: Path) -> None:
 
 
 def review_case(case_id: str) -> dict[str, Any]:
-    """Both reviews of the latest report in ``iterations/``; saved under ``review/``."""
-    import json
-
-    from harness_cli import clock
+    """Both reviews of the latest report in ``iterations/``, each in its own staged folder,
+    with the slate as locked (a changed lock file is put back first); saved under
+    ``review/``."""
+    from harness_cli import clock, paths
     from harness_cli.errors import InputError
     from harness_cli.investigation import precommit
+    from harness_cli.investigation.analysis import investigator_notes
     from harness_cli.investigation.gates import evaluate
     from harness_cli.investigation.prompts import render
     from harness_cli.investigation.report import extract_report
     from harness_cli.investigation.reviewer import review
+    from harness_cli.investigation.staging import Narrative
     from harness_cli.state.store import atomic_write_json
 
     cfg = load_config()
-    case = registry.load_case(case_id)
+    registry.load_case(case_id)
     folder = registry.case_dir(case_id)
-    latest = sorted((folder / "iterations").glob("*.json"))
-    found = None
-    for path in reversed(latest):
-        found = extract_report(json.loads(path.read_text()).get("output", "")).report
-        if found is not None:
-            break
-    if found is None:
+    outputs: list[tuple[int, str]] = []
+    for path in sorted((folder / "iterations").glob("[0-9]*.json")):
+        data = json.loads(path.read_text())
+        outputs.append((int(data.get("iteration", len(outputs) + 1)), str(data.get("output", ""))))
+    reports = [(text, found) for _, text in outputs if (found := extract_report(text)).report]
+    if not reports:
         raise InputError(
             f"case {case_id} has no completion report to review",
             hint=f"run `harness investigate {case_id}` first",
         )
-    slate, _ = precommit.load_locked(folder)
-    runtime = configured_runtime(cfg)
-    runner = CaseRunner(runtime, cfg, folder, cache_prefix=cache_prefix(cfg, case.project))
+    found = reports[-1][1]
+    report = found.report
+    assert report is not None
+    previous = reports[-2][1].report if len(reports) > 1 else None
+    slate, lock_notes = precommit.enforce(
+        folder, original=precommit.first_committed(paths.workspace())
+    )
+    slate_text = json.dumps(slate.model_dump() if slate else {}, indent=2)
+    runner = CaseRunner(configured_runtime(cfg), cfg, folder)
     outcome = review(
         runner,
         render=lambda name, **v: render(cfg, name, **v),
         ticket=read_ticket(folder, cfg.harness.inputs.ticket_chars),
-        slate=json.dumps(slate.model_dump() if slate else {}, indent=2),
-        analysis=(folder / "ANALYSIS.md").read_text() if (folder / "ANALYSIS.md").exists() else "",
-        report=found,
+        narrative=Narrative(slate_text, tuple(outputs), investigator_notes(folder)),
+        report=report,
+        case_dir=folder,
     )
-    verdict = evaluate(found, None, outcome.verdict, cfg.harness.investigation)
+    verdict = evaluate(
+        report, previous, outcome.verdict, cfg.harness.investigation,
+        prose=found.prose, problems=found.problems,
+    )  # fmt: skip
     atomic_write_json(
         folder / "review" / f"manual-{clock.stamp()}.json",
-        {"review": outcome.raw, "verdict": verdict.to_json(), "calls": runner.drain()},
+        {
+            "review": outcome.raw,
+            "verdict": verdict.to_json(),
+            "reason": verdict.decision.reason if verdict.decision else "",
+            "lock": lock_notes,
+            "staged": outcome.staged,
+            "calls": runner.drain(),
+        },
     )
-    return {"case_id": case_id, "review": outcome.raw, "verdict": verdict.to_json()}
+    return {
+        "case_id": case_id,
+        "review": outcome.raw,
+        "verdict": verdict.to_json(),
+        "reason": verdict.decision.reason if verdict.decision else "",
+        "lock": lock_notes,
+    }

@@ -45,9 +45,17 @@ class InvestigationThresholds(BaseModel):
     (its timeout example stops at 18 iterations and 50 min, checked between iterations)."""
     degrading_drop: int = Field(10, ge=0, le=100)
     """“A drop of more than 10% across two consecutive rounds ends the loop with the reason
-    degrading”: points of (clamped) confidence from one round to the next."""
+    degrading” (example: “dropped >15% twice”): two drops in a row, in points of confidence,
+    that together exceed this. A round's drop is the smaller of the model's claimed drop and
+    the harness's (clamped) drop, so a drop the harness's own ceiling made on an honest report
+    (the claim held, a new open question lowered the cap) is no drop."""
     stalled_rounds: int = Field(2, ge=1)
-    """Exit ``stalled``: “(two rounds, zero new facts)”."""
+    """Exit ``stalled``: “(two rounds, zero new facts)”; the facts are counted by the harness
+    from the reports and the tool results, not taken from the report's ``new_facts``."""
+    unreadable_report_rounds: int = Field(2, ge=1)
+    """Exit ``failed``: this many rounds in a row without a readable completion report. The
+    first one is a guard note saying exactly what was wrong; a model that cannot produce the
+    contract after being told is not investigating (the reference names no number)."""
     minor_review_passes: int = Field(2, ge=1)
     """“Two consecutive minor-only passes, or one clean pass, end the loop with complete”."""
 

@@ -22,10 +22,14 @@ Action = Literal[
     "exit_stalled",
     "exit_degrading",
     "exit_timeout",
+    "exit_failed",
 ]
 """``continue``: another investigation iteration, with the guard notes at the head of its
 prompt. ``review``: ready for the adversarial (D1-D15) and red-team (G5) reviews. ``exit_*``:
-the loop ends with that reason (the five honest ways to end)."""
+the loop ends with that reason — the reference's five honest ways to end (complete, blocked,
+stalled, degrading, timeout), and a sixth the harness adds in the same exit-line shape:
+``failed``, the run could not investigate (the model unreachable, its credentials refused, or
+no readable completion report round after round), with the real cause as the line's note."""
 
 ForceRule = Literal["CONFIDENCE_FORCE", "CAUSAL_CHAIN_FORCE", "G_BLOCKER_FORCE"]
 Severity = Literal["critical", "minor", "none"]
@@ -68,6 +72,9 @@ class Decision:
     """Confidence at or above the auto-run bar: non-destructive actions may run by themselves."""
     exit_note: str | None = None
     """The parenthesised note of the exit line, e.g. "two rounds, zero new facts"."""
+    exit_code: int = 0
+    """The subcommand's exit code for this exit: non-zero only for a run that could not
+    investigate (``exit_failed``: 1, or 2 when the model's credentials were refused)."""
 
     @property
     def is_exit(self) -> bool:
@@ -91,6 +98,8 @@ class Verdict:
     status: Status
     open_questions: int
     new_facts: int
+    """Facts the harness found new in this round (``evidence.new_fact_count``), not the
+    length of the report's own ``new_facts`` list."""
     causal_chain_complete: bool
     report_ok: bool = True
     """False when no valid completion report was found (confidence carried forward)."""

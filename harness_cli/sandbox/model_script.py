@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from harness_cli.errors import ConfigError
 
@@ -158,6 +165,20 @@ class Script(BaseModel):
     """Default values for ``{placeholders}``; the loader's variables override them."""
     roles: dict[str, list[Rule]] = Field(default_factory=dict)
     """Rules per role; ``default`` also answers what a role's own rules leave unmatched."""
+    captures: dict[str, str] = Field(default_factory=dict)
+    """``{name}`` placeholders read from the request: name → a regular expression searched in
+    the user's own text; its first group (or the whole match) is the value, e.g.
+    ``iteration: 'iteration (\\d+) of'``. A capture that does not match is left unset."""
+
+    @field_validator("captures")
+    @classmethod
+    def _patterns(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, pattern in value.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"capture {name!r}: not a regular expression ({exc})") from None
+        return value
 
 
 @dataclass(frozen=True)
@@ -293,6 +314,15 @@ def _render(value: Any, variables: Mapping[str, str]) -> Any:
     return value
 
 
+def _captured(script: Script, view: RequestView) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name, pattern in script.captures.items():
+        hit = re.search(pattern, view.user_text)
+        if hit:
+            found[name] = hit.group(1) if hit.groups() else hit.group(0)
+    return found
+
+
 def match_request(script: Script | None, view: RequestView) -> Match:
     """Find the first rule of the request's role (then of ``default``) that holds."""
     if script is None:
@@ -302,7 +332,12 @@ def match_request(script: Script | None, view: RequestView) -> Match:
         for index, rule in enumerate(script.roles.get(role, [])):
             if not rule.when.holds(view):
                 continue
-            variables = {**script.vars, "role": view.role, "turn": str(view.turn)}
+            variables = {
+                **script.vars,
+                **_captured(script, view),
+                "role": view.role,
+                "turn": str(view.turn),
+            }
             if view.cwd:
                 variables["cwd"] = view.cwd
             reply = rule.reply

@@ -82,8 +82,9 @@ def _tree_lock() -> Any:
     return workspace_lock(paths.locks_dir())
 
 
-def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None) -> None:
-    """Commit and push the workspace: "committed and pushed at every meaningful change"."""
+def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None) -> str | None:
+    """Commit and push the workspace: "committed and pushed at every meaningful change".
+    Returns this sync's commit (None when nothing had changed)."""
     from harness_cli.workspace import gitsync
 
     root = paths.workspace()
@@ -108,6 +109,7 @@ def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None
         pushed=result.pushed,
         attempts=result.attempts,
     )
+    return result.committed
 
 
 def open_case(
@@ -154,9 +156,12 @@ def open_case(
 
 
 @contextmanager
-def update_case(case_id: str, thresholds: Thresholds, message: str) -> Iterator[Case]:
+def update_case(
+    case_id: str, thresholds: Thresholds, message: str, *, sync_now: bool = True
+) -> Iterator[Case]:
     """``with update_case(id, t, "why") as case: case.move("investigating")`` — written and
-    synced only if the block succeeds."""
+    synced only if the block succeeds. ``sync_now=False`` writes case.json and commits nothing
+    (a dry run: nothing leaves the machine)."""
     folder = case_dir(case_id)
     with case_lock(case_id):
         with _tree_lock():
@@ -170,7 +175,7 @@ def update_case(case_id: str, thresholds: Thresholds, message: str) -> Iterator[
                 atomic_write_text(
                     folder / "case.json", case.model_dump_json(indent=2, by_alias=True)
                 )
-    if changed:
+    if changed and sync_now:
         sync(f"case {case_id}: {message}", thresholds, only=[folder])
 
 

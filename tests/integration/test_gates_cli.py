@@ -101,9 +101,18 @@ def test_previous_g1_and_degrading(cli: Cli, tmp_path: Path) -> None:
     assert "G1" in [v["code"] for v in verdict["violations"]]
     assert (verdict["ceiling"], verdict["confidence"]) == (60, 60)
 
-    prev = write(tmp_path, "p2.json", report(status="IN_PROGRESS", confidence=85))
-    cur = write(tmp_path, "c2.json", report(confidence=72))
-    code, out, _ = cli("gates", cur, "--previous", prev, "--json")
+    # degrading is two drops in a row: one drop of 13 is not a trend, two drops of 8 are
+    p1 = write(tmp_path, "p1.json", report(status="IN_PROGRESS", confidence=85))
+    cur = write(tmp_path, "c2.json", report(status="IN_PROGRESS", confidence=72,
+                                            assumption_register=["x"]))  # fmt: skip
+    code, out, _ = cli("gates", cur, "--previous", p1, "--json")
+    assert json.loads(out)["decision"] == "continue"
+    p1 = write(tmp_path, "p1.json", report(status="IN_PROGRESS", confidence=80))
+    p2 = write(tmp_path, "p2.json", report(status="IN_PROGRESS", confidence=72,
+                                           assumption_register=["x"]))  # fmt: skip
+    cur = write(tmp_path, "c2.json", report(status="IN_PROGRESS", confidence=64,
+                                            assumption_register=["y"]))  # fmt: skip
+    code, out, _ = cli("gates", cur, "--previous", p1, "--previous", p2, "--json")
     assert json.loads(out)["decision"] == "exit_degrading"
 
 

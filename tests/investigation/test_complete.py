@@ -35,6 +35,8 @@ def test_an_honest_investigation_completes_and_posts_its_draft_in_the_case_threa
     assert status["thread_ts"] == thread["ts"] and status["text"].startswith(":white_check_mark:")
     assert draft["thread_ts"] == thread["ts"] and draft["ts"] == data["posted_ts"]
     assert draft["text"].startswith(f"`{data['exit_line']}`")
+    # the exit line is told once: in the result, not again in the closing status edit
+    assert "exit=" not in status["text"] and data["exit_line"] not in status["text"]
     assert "Orders of exactly 10 units miss the bulk discount" in draft["text"]
     # the status placeholder and the draft are all the investigation posted, in the self-DM
     assert slack_emu.calls("chat.postMessage") == 3
@@ -112,7 +114,9 @@ def test_a_review_that_drops_90_to_65_sends_the_loop_back(
     assert str(data["exit_line"]).startswith("exit=complete") and data["iterations"] == 2
     assert data["confidence"] == 88
     case = inv.case_json()
-    assert [p["confidence"] for p in case["confidence"]] == [90, 88]
+    # the number the review set is part of the trajectory, numbered by its iteration
+    points = [(p["iteration"], p["confidence"], p.get("review", False)) for p in case["confidence"]]
+    assert points == [(1, 90, False), (1, 65, True), (2, 88, False)]
     analysis = Path(inv.case_dir() / "ANALYSIS.md").read_text()
-    assert "Confidence: 90% → 88%" in analysis
+    assert "Confidence: 90% → 65% (review) → 88%" in analysis
     inv.assert_no_bash()

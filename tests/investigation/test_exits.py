@@ -1,5 +1,9 @@
 """The loop's rules on a misbehaving model: the A1 clamp, the three force-continue rules and the
-exits degrading, stalled and timeout — each from a scripted model through a real runtime."""
+exits degrading, stalled and timeout — each from a scripted model through a real runtime.
+
+The rules are the same Python whatever the runtime, so these run on the harness's own loop;
+the A1 test also runs on the claude CLI (prompt assembly: guard notes first, A7 pinned last),
+and the bench runs every case of the misbehaving library on both runtimes."""
 
 from __future__ import annotations
 
@@ -42,7 +46,6 @@ def test_inflated_confidence_is_clamped_to_the_a1_ceiling(inv: Investigation) ->
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
 def test_complete_under_70_is_forced_on_and_never_exits_complete(inv: Investigation) -> None:
     inv.script("inv_low_complete")
     inv.open_case()
@@ -65,7 +68,6 @@ def test_complete_under_70_is_forced_on_and_never_exits_complete(inv: Investigat
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
 def test_a_symptom_level_finding_is_forced_to_trace_the_chain(inv: Investigation) -> None:
     inv.script("inv_symptom")
     inv.open_case()
@@ -84,7 +86,6 @@ def test_a_symptom_level_finding_is_forced_to_trace_the_chain(inv: Investigation
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
 def test_blocked_with_reachable_sources_is_forced_then_honoured(
     inv: Investigation, slack_emu: object
 ) -> None:
@@ -99,33 +100,37 @@ def test_blocked_with_reachable_sources_is_forced_then_honoured(
         assert "G4" in [v["code"] for v in it["verdict"]["violations"]]
     assert inv.iteration(4)["verdict"]["decision"] == "exit_blocked"
     assert _exit(data) == "exit=blocked" and data["iterations"] == 4
-    assert "(cannot proceed without info)" in str(data["exit_line"])
+    # honoured once the force is spent, and said to be unverified: no call to it ever failed
+    assert "(unverified blockers after 3 forced rounds)" in str(data["exit_line"])
     prompts = inv.prompts()
-    inv.assert_guard_notes_at_head(prompts[1], "[G4] BLOCKED while", "[G_BLOCKER_FORCE 1/3]")
+    inv.assert_guard_notes_at_head(
+        prompts[1], "[G4] BLOCKED before a single tool call", "orders read replica",
+        "[G_BLOCKER_FORCE 1/3]",
+    )  # fmt: skip
     inv.assert_guard_notes_at_head(prompts[3], "[G_BLOCKER_FORCE 3/3]")
     # a blocked exit posts what blocks it, never the draft
     [post] = slack_emu.messages("D0SELF")  # type: ignore[attr-defined]
     assert post["text"].startswith("`exit=blocked")
     assert "orders read replica" in post["text"]
+    assert "unverified: no call to it failed in this run" in post["text"]
     assert "DRAFT-OF-A-BLOCKED-CASE" not in post["text"]
     assert inv.case_json()["status"] == "escalated"
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
-def test_a_confidence_drop_of_more_than_10_points_exits_degrading(inv: Investigation) -> None:
+def test_two_consecutive_drops_of_more_than_10_points_exit_degrading(inv: Investigation) -> None:
     inv.script("inv_degrading")
     inv.open_case()
 
     data = inv.investigate()
 
-    assert _exit(data) == "exit=degrading" and data["iterations"] == 2
-    assert "(dropped 60%→45%)" in str(data["exit_line"])
-    assert [inv.iteration(n)["verdict"]["confidence"] for n in (1, 2)] == [60, 45]
+    assert _exit(data) == "exit=degrading" and data["iterations"] == 3
+    assert "(dropped 80%→72%→64%)" in str(data["exit_line"])
+    assert [inv.iteration(n)["verdict"]["confidence"] for n in (1, 2, 3)] == [80, 72, 64]
+    assert inv.iteration(2)["verdict"]["decision"] == "continue"  # one drop of 8 is no trend
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
 def test_two_rounds_without_new_facts_exit_stalled(inv: Investigation) -> None:
     inv.script("inv_stalled")
     inv.open_case()
@@ -138,7 +143,6 @@ def test_two_rounds_without_new_facts_exit_stalled(inv: Investigation) -> None:
     inv.assert_no_bash()
 
 
-@pytest.mark.parametrize("runtime", BOTH)
 def test_the_iteration_budget_exits_timeout(inv: Investigation) -> None:
     inv.script("inv_budget")
     inv.thresholds(max_iterations=4)

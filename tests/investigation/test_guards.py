@@ -103,6 +103,7 @@ def test_a_short_slate_is_sent_back_and_a_tampered_lock_is_reported(inv: Investi
     assert len(locked["hypothesis_slate"]) == 6 and locked["digest"]
     assert "## SYSTEM QUALITY GUARD" not in inv.prompts()[0]  # the slate was complete
 
+    original = (case / "kickoff_precommitment.json").read_text()
     locked["hypothesis_slate"][0]["hypothesis"] = "the customer misread the invoice"
     (case / "kickoff_precommitment.json").write_text(json.dumps(locked))
     inv.investigate()
@@ -112,9 +113,11 @@ def test_a_short_slate_is_sent_back_and_a_tampered_lock_is_reported(inv: Investi
     inv.assert_guard_notes_at_head(
         rerun, "[PRECOMMIT] kickoff_precommitment.json was changed after it was locked"
     )
-    # the slate as it now reads is shown, in the cached context of the investigator
+    # the original slate is back, and it is what the investigator is shown
+    assert json.loads((case / "kickoff_precommitment.json").read_text()) == json.loads(original)
     last = inv.requests("investigator")[-1]
-    assert "the customer misread the invoice" in json.dumps(last.get("system", ""))
+    assert "the customer misread the invoice" not in json.dumps(last.get("system", ""))
+    assert "the threshold comparison excludes exactly 10 units" in json.dumps(last["system"])
     inv.assert_no_bash()
 
 

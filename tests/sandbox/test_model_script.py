@@ -197,6 +197,19 @@ def test_loader_variables_override_script_vars() -> None:
     assert m.tool_calls[0][1]["file_path"] == "/w/b.txt"
 
 
+def test_captures_read_placeholders_from_the_users_text() -> None:
+    script = load_script(
+        {
+            "captures": {"iteration": r"iteration (\d+) of", "absent": r"nowhere (\d+)"},
+            "roles": {"inv": [{"reply": {"text": "round {iteration}, {absent}"}}]},
+        }
+    )
+    m = match_request(script, view(messages=[user("[harness-role: inv] iteration 7 of 20")]))
+    assert m.text == "round 7, {absent}"  # a capture that does not match is left as written
+    with pytest.raises(ConfigError, match="capture 'bad'"):
+        load_script({"captures": {"bad": "("}})
+
+
 def test_tool_result_conditions_pick_rules() -> None:
     script = load_script(SCRIPT)
     base = [user("[harness-role: dev] go"), tool_use("t1", "Write")]

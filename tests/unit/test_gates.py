@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from harness_cli.investigation.evidence import Evidence, ToolUse
 from harness_cli.investigation.gates import (
     ALL_GATES,
     GATES,
@@ -264,9 +265,121 @@ def test_eq1_caps_at_60_and_the_lower_cap_wins() -> None:
     # A1 lower than EQ1: A1 wins.
     many = [f"q{i}" for i in range(6)]
     assert evaluate(make(root_cause=inferred, open_questions=many)).ceiling == 52
-    # One HARD item lifts the cap.
-    mixed = {"summary": "s", "evidence": [{"claim": "c"}, {"claim": "d", "kind": "HARD"}]}
+    # One HARD item with a claim and a source lifts the cap.
+    mixed = {"summary": "s", "evidence": [{"claim": "c"}, {"claim": "d", "kind": "HARD",
+                                                            "source": "app.log:12"}]}  # fmt: skip
     assert evaluate(make(root_cause=mixed)).ceiling == 100
+
+
+@pytest.mark.parametrize(
+    "item",
+    [{"kind": "HARD"}, {"kind": "HARD", "claim": "a log line"}, {"kind": "HARD", "source": "x"},
+     {"kind": "STRONG", "claim": "c", "source": "s"}],
+)  # fmt: skip
+def test_evidence_that_cites_nothing_lifts_no_cap(item: dict[str, str]) -> None:
+    verdict = evaluate(make(root_cause={"summary": "s", "evidence": [item]}))
+    assert verdict.ceiling == 60 and verdict.confidence == 60
+    [eq1] = [v for v in verdict.violations if v.code == "EQ1"]
+    assert "read as INFERRED" in eq1.message or "HARD without" in eq1.message
+
+
+def test_an_unknown_evidence_kind_is_named_even_under_the_cap() -> None:
+    items = [{"kind": "HARD", "claim": "c", "source": "s"},
+             {"kind": "probable", "claim": "d", "source": "t"}]  # fmt: skip
+    cause = {"summary": "s", "evidence": items}
+    verdict = evaluate(make(root_cause=cause))
+    assert verdict.ceiling == 100
+    [eq1] = [v for v in verdict.violations if v.code == "EQ1"]
+    assert "'probable' read as INFERRED" in eq1.message
+
+
+def test_g1_holds_the_harness_number_not_the_claim() -> None:
+    # Before: claimed 80, but EQ1 held the harness's number at 60. Now a HARD item lifts EQ1
+    # while open questions grew: the number may not rise above 60.
+    inferred = {"summary": "s", "evidence": [{"claim": "c", "kind": "INFERRED"}]}
+    previous = make(status="IN_PROGRESS", confidence=80, open_questions=["a"],
+                    root_cause=inferred)  # fmt: skip
+    before = evaluate(previous)
+    assert before.confidence == 60
+    now = make(status="IN_PROGRESS", confidence=80, open_questions=["a", "b"])
+    verdict = evaluate(now, previous, history=[before])
+    assert "G1" in verdict.codes  # the claim did not move; the harness's number would have
+    assert (verdict.ceiling, verdict.confidence) == (60, 60)
+
+
+def test_g1_holds_at_the_previous_harness_number_when_the_claim_rises() -> None:
+    # Before: claimed 70, A1 (1 question, 8 unchecked sources) held the harness at 52. Now the
+    # sources are checked, a question was added and the claim rose to 75: G1 holds at 52, not
+    # at the previous claim (70).
+    previous = make(
+        status="IN_PROGRESS",
+        confidence=70,
+        open_questions=["a"],
+        unchecked_sources=[{"name": f"s{i}", "access_status": "x"} for i in range(8)],
+    )
+    before = evaluate(previous)
+    assert before.confidence == 52
+    now = make(status="IN_PROGRESS", confidence=75, open_questions=["a", "b"])
+    verdict = evaluate(now, previous, history=[before])
+    assert "G1" in verdict.codes
+    assert (verdict.ceiling, verdict.confidence) == (52, 52)
+    # without the loop's history, the previous report evaluated on its own is the baseline
+    assert evaluate(now, previous).confidence == 52
+
+
+def test_g1_is_quiet_when_the_harness_number_does_not_rise() -> None:
+    previous = make(status="IN_PROGRESS", confidence=60, open_questions=["a"])
+    now = make(status="IN_PROGRESS", confidence=90, open_questions=["a", "b", "c", "d", "e"])
+    verdict = evaluate(now, previous)  # A1 already holds it at 60: no upward move
+    assert "G1" not in verdict.codes and verdict.confidence == 60
+
+
+def _tool(name: str, target: str, ok: bool) -> ToolUse:
+    return ToolUse(name, target, ok, "d" * 16, "" if ok else "403 Forbidden")
+
+
+@pytest.mark.parametrize(
+    ("tools", "fires"),
+    [
+        ((), True),  # "error 403" written with zero tool calls: nothing was tried
+        ((_tool("Read", '{"file_path": "/srv/orders-replica/orders.db"}', True),), True),
+        ((_tool("mcp__grafana__query", '{"q": "latency"}', False),), True),  # another source
+        ((_tool("Read", '{"file_path": "/srv/orders-replica/orders.db"}', False),), False),
+        ((_tool("mcp__orders_replica__query", '{"sql": "select 1"}', False),), False),
+    ],
+)
+def test_g4_believes_failed_tool_calls_not_wording(tools: tuple[ToolUse, ...], fires: bool) -> None:
+    blocked = make(status="BLOCKED", confidence=40, unchecked_sources=[
+        {"name": "orders replica", "access_status": "error 403"}])  # fmt: skip
+    verdict = evaluate(blocked, evidence=Evidence(run_tools=tools))
+    assert ("G4" in verdict.codes) is fires
+    if not tools:
+        assert (
+            "before a single tool call"
+            in next(v for v in verdict.violations if v.code == "G4").message
+        )
+
+
+def test_a_review_of_none_with_fail_dimensions_is_not_clean() -> None:
+    rv = review(fails=2, severity="none")
+    assert rv.effective_severity == "minor"
+    verdict = evaluate(make(), review=rv)
+    assert "D" in verdict.codes
+    assert verdict.decision is not None and verdict.decision.action == "continue"
+    [d] = [v for v in verdict.violations if v.code == "D"]
+    assert "stated severity 'none'" in d.message and "D1, D2" in d.message
+
+
+def test_the_reviewers_notes_reach_the_next_prompt_once_and_whole() -> None:
+    long_note = "the deploy timeline is assumed: " + "check the 02:00 change log " * 6
+    rv = ReviewVerdict.model_validate(
+        {"dimensions": {d: "PASS" for d in DIMENSIONS}, "severity": "minor",
+         "red_team": {"hypothesis": "h", "diverges": False}, "notes": [long_note]}
+    )  # fmt: skip
+    notes = pending_guard_notes(evaluate(make(), review=rv))
+    text = "\n".join(notes)
+    assert text.count("the deploy timeline is assumed") == 1
+    assert " ".join(long_note.split()) in text
 
 
 @pytest.mark.parametrize(

@@ -85,23 +85,21 @@ def test_sloppy_but_clear_fields_are_accepted() -> None:
     assert report.draft_response == ""
 
 
-def test_evidence_kind_is_strict_and_unmarked_evidence_is_inferred() -> None:
+def test_an_unknown_evidence_kind_is_inferred_and_kept_not_a_rejected_report() -> None:
     report = parse_report(
         {
             "status": "IN_PROGRESS",
             "confidence": 50,
             "root_cause": {
                 "summary": "s",
-                "evidence": ["a log line", {"claim": "b", "kind": "hard"}],
+                "evidence": ["a log line", {"claim": "b", "kind": "hard"}, {"kind": "X"}],
             },
         }
     )
     assert report.root_cause is not None
-    assert [e.kind for e in report.root_cause.evidence] == ["INFERRED", "HARD"]
-    with pytest.raises(ValueError, match="kind"):
-        parse_report(
-            {"status": "COMPLETE", "confidence": 50, "root_cause": {"evidence": [{"kind": "X"}]}}
-        )
+    assert [e.kind for e in report.root_cause.evidence] == ["INFERRED", "HARD", "INFERRED"]
+    assert [e.stated_kind for e in report.root_cause.evidence] == ["", "", "X"]
+    assert not any(e.is_hard for e in report.root_cause.evidence)  # "b" names no source
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,12 @@ def make(**changes: Any) -> CompletionReport:
     return parse_report(data)
 
 
+def fresh(n: object, **changes: Any) -> CompletionReport:
+    """A report with something new in it (an assumption of its own): the harness, not the
+    report's ``new_facts``, decides what is new."""
+    return make(assumption_register=[f"assumption {n}"], **changes)
+
+
 def review(fails: int = 0, severity: str = "none", diverges: bool = False) -> ReviewVerdict:
     dims = {d: ("FAIL" if i < fails else "PASS") for i, d in enumerate(DIMENSIONS)}
     return ReviewVerdict.model_validate(
@@ -88,20 +94,24 @@ def test_a_blocking_gate_keeps_complete_from_review() -> None:
 def test_confidence_force_three_times_then_blocked() -> None:
     loop = Loop()
     for n in (1, 2, 3):
-        assert loop.step(make(confidence=65, new_facts=[f"f{n}"])) == "continue"
+        assert loop.step(fresh(n, confidence=65)) == "continue"
         assert loop.decision.force == "CONFIDENCE_FORCE"
         assert loop.decision.notes[0].startswith(f"[CONFIDENCE_FORCE {n}/3]")
     assert force_count(loop.history, "CONFIDENCE_FORCE") == 3
-    assert loop.step(make(confidence=66, new_facts=["f4"])) == "exit_blocked"
+    assert loop.step(fresh(4, confidence=66)) == "exit_blocked"
     assert loop.decision.force is None
 
 
-def test_causal_chain_force_three_times_then_the_reviewers_judge() -> None:
+def test_causal_chain_force_three_times_then_blocked_never_complete() -> None:
     loop = Loop()
     for n in range(3):
-        assert loop.step(make(causal_chain_complete=False, new_facts=[f"{n}"])) == "continue"
+        assert loop.step(fresh(n, causal_chain_complete=False)) == "continue"
         assert loop.decision.force == "CAUSAL_CHAIN_FORCE"
-    assert loop.step(make(causal_chain_complete=False, new_facts=["x"])) == "review"
+    assert loop.step(fresh("x", causal_chain_complete=False)) == "exit_blocked"
+    assert loop.decision.exit_note == "root cause not traced after 3 forced rounds"
+    # and a review of an untraced report never completes either
+    rv = review()
+    assert loop.step(make(causal_chain_complete=False), rv) == "continue"
 
 
 def test_g_blocker_force_three_times_then_blocked_is_honoured() -> None:
@@ -109,9 +119,10 @@ def test_g_blocker_force_three_times_then_blocked_is_honoured() -> None:
         {"name": "db", "access_status": "assumed no access"}]}  # fmt: skip
     loop = Loop()
     for n in range(3):
-        assert loop.step(make(**skipped, new_facts=[f"{n}"])) == "continue"
+        assert loop.step(fresh(n, **skipped)) == "continue"
         assert loop.decision.force == "G_BLOCKER_FORCE"
-    assert loop.step(make(**skipped, new_facts=["x"])) == "exit_blocked"
+    assert loop.step(fresh("x", **skipped)) == "exit_blocked"
+    assert loop.decision.exit_note == "unverified blockers after 3 forced rounds"
 
 
 def test_honest_blocked_exits_at_once() -> None:
@@ -125,9 +136,9 @@ def test_honest_blocked_exits_at_once() -> None:
 
 def test_forced_rounds_count_inside_the_iteration_budget() -> None:
     loop = Loop(InvestigationThresholds(max_iterations=3))
-    assert loop.step(make(status="IN_PROGRESS", confidence=40, new_facts=["a"])) == "continue"
-    assert loop.step(make(confidence=65, new_facts=["b"])) == "continue"  # CONFIDENCE_FORCE
-    assert loop.step(make(confidence=66, new_facts=["c"])) == "exit_timeout"
+    assert loop.step(fresh("a", status="IN_PROGRESS", confidence=40)) == "continue"
+    assert loop.step(fresh("b", confidence=65)) == "continue"  # CONFIDENCE_FORCE
+    assert loop.step(fresh("c", confidence=66)) == "exit_timeout"
     assert iterations(loop.history) == 3
 
 
@@ -137,29 +148,79 @@ def test_wall_clock_timeout() -> None:
     assert Loop().step(make(), elapsed=45 * 60) == "exit_timeout"
 
 
+def progress(confidence: int, n: object, **changes: Any) -> CompletionReport:
+    return fresh(n, status="IN_PROGRESS", confidence=confidence, **changes)
+
+
 @pytest.mark.parametrize(
-    ("before", "after", "action"),
-    [(85, 74, "exit_degrading"), (85, 75, "review"), (60, 90, "review")],
+    ("claims", "action"),
+    [
+        ((85, 74), "continue"),  # one drop of 11 is not "across two consecutive rounds"
+        ((80, 72, 64), "exit_degrading"),  # two drops of 8: 16 > 10
+        ((80, 76, 72), "continue"),  # two drops of 4: 8 ≤ 10
+        ((80, 70, 75, 64), "continue"),  # a rise in between breaks the streak
+        ((90, 60, 55), "exit_degrading"),
+    ],
 )
-def test_degrading_is_a_drop_of_more_than_10_points(before: int, after: int, action: str) -> None:
+def test_degrading_is_two_consecutive_drops_totalling_more_than_10(
+    claims: tuple[int, ...], action: str
+) -> None:
     loop = Loop()
-    loop.step(make(status="IN_PROGRESS", confidence=before))
-    assert loop.step(make(confidence=after)) == action
+    for n, claim in enumerate(claims[:-1]):
+        loop.step(progress(claim, n))
+    assert loop.step(progress(claims[-1], "last")) == action
+    if action == "exit_degrading":
+        assert loop.decision.exit_note == "dropped {}%→{}%→{}%".format(*claims[-3:])
 
 
-def test_stalled_after_two_rounds_without_new_facts() -> None:
+def test_a_drop_the_ceiling_made_on_an_honest_report_is_no_degradation() -> None:
+    # The model keeps 90 and honestly adds three open questions, then a fourth: A1 pulls the
+    # harness's number down 90 → 76 → 68, but the model never went backwards.
     loop = Loop()
-    assert loop.step(make(status="IN_PROGRESS", confidence=50, new_facts=[])) == "continue"
-    assert loop.step(make(status="IN_PROGRESS", confidence=50, new_facts=["x"])) == "continue"
-    assert loop.step(make(status="IN_PROGRESS", confidence=50, new_facts=[])) == "continue"
-    assert loop.step(make(status="IN_PROGRESS", confidence=50, new_facts=[])) == "exit_stalled"
+    assert loop.step(progress(90, 0)) == "continue"
+    assert loop.step(progress(90, 1, open_questions=["q1", "q2", "q3"])) == "continue"
+    assert loop.history[-1].confidence == 76
+    more = ["q1", "q2", "q3", "q4"]
+    assert loop.step(progress(90, 2, open_questions=more)) == "continue"
+    assert loop.history[-1].confidence == 68
+
+
+def test_stalled_is_computed_from_what_changed_not_from_new_facts() -> None:
+    same = {"status": "IN_PROGRESS", "confidence": 50}
+    loop = Loop()
+    assert loop.step(make(**same, new_facts=["the same fact"])) == "continue"
+    assert loop.step(make(**same, new_facts=["the same fact"])) == "continue"
+    assert loop.step(make(**same, new_facts=["the same fact"])) == "exit_stalled"
     assert loop.decision.exit_note == "two rounds, zero new facts"
+    # a report without any new_facts field that keeps learning never stalls
+    loop = Loop()
+    for n in range(4):
+        data = {"status": "IN_PROGRESS", "confidence": 40 + 5 * n, "new_facts": []}
+        assert loop.step(fresh(n, **data)) == "continue"
+    # an answered open question is progress too
+    loop = Loop()
+    loop.step(make(**same, open_questions=["q1", "q2"]))
+    loop.step(make(**same, open_questions=["q1"]))
+    assert loop.step(make(**same, open_questions=[])) == "continue"
+
+
+def test_rounds_without_a_readable_report_end_failed_not_stalled() -> None:
+    from harness_cli.investigation.gates import missing_report
+
+    history: list[Verdict] = []
+    first = missing_report(["no completion report found"], history)
+    assert first.decision is not None and first.decision.action == "continue"
+    history.append(first)
+    second = missing_report(["no completion report found"], history)
+    assert second.decision is not None and second.decision.action == "exit_failed"
+    assert second.decision.exit_code == 1
+    assert second.decision.exit_note == "no readable completion report in 2 rounds"
 
 
 def test_a_finished_round_without_new_facts_still_goes_to_review() -> None:
     loop = Loop()
-    loop.step(make(status="IN_PROGRESS", new_facts=[]))
-    assert loop.step(make(new_facts=[])) == "review"
+    loop.step(make(status="IN_PROGRESS"))
+    assert loop.step(make()) == "review"
 
 
 # --- after the review ------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from harness_cli.investigation import rules
+from harness_cli.investigation.evidence import Evidence, new_fact_count
 from harness_cli.investigation.gates.a_gates import a1, a2, a3, a4, a5, a6, pinned_block
 from harness_cli.investigation.gates.base import Gate, GateInput, violation
 from harness_cli.investigation.gates.g_gates import g1, g2, g3, g4
@@ -30,6 +31,7 @@ __all__ = [
     "GATES",
     "GUARD_HEADING",
     "TABLE",
+    "baseline",
     "evaluate",
     "evaluate_text",
     "missing_report",
@@ -55,14 +57,41 @@ def evaluate(
     problems: Sequence[str] = (),
     history: Sequence[Verdict] | None = None,
     elapsed_seconds: float | None = None,
+    evidence: Evidence | None = None,
 ) -> Verdict:
     """Run every gate on ``report`` and decide the next step.
 
-    ``previous`` is the last iteration's report (G1); ``review`` the adversarial/red-team
-    verdict of this report (P7, G5, D); ``prose`` the model's text around the block (G2);
-    ``problems`` the extractor's notes (REPORT). ``history`` is the loop's verdicts so far;
-    without it, the history is ``previous`` evaluated on its own."""
-    inp = GateInput(report, previous, review, thresholds, prose)
+    ``previous`` is the last iteration's report (G1, what was answered); ``review`` the
+    adversarial/red-team verdict of this report (P7, G5, D); ``prose`` the model's text around
+    the block (G2); ``problems`` the extractor's notes (REPORT); ``evidence`` what the loop saw
+    on the wire (the run's tool calls for G4, the facts of earlier rounds for ``stalled``).
+    ``history`` is the loop's verdicts so far — when reviewing, the reviewed iteration's verdict
+    is its last. Without it, the history is ``previous`` evaluated on its own (and, with a
+    review, this report's own verdict after it)."""
+    if history is None:
+        history = [evaluate(previous, thresholds=thresholds)] if previous is not None else []
+        if review is not None:
+            history.append(
+                evaluate(
+                    report,
+                    previous,
+                    None,
+                    thresholds,
+                    prose=prose,
+                    problems=problems,
+                    history=history,
+                    evidence=evidence,
+                )
+            )
+    inp = GateInput(
+        report,
+        previous,
+        review,
+        thresholds,
+        prose,
+        baseline=baseline(history, reviewing=review is not None),
+        tools=evidence.run_tools if evidence is not None else None,
+    )
     found = [v for gate in ALL_GATES if (v := gate(inp)) is not None]
     found += [violation("REPORT", p) for p in problems]
     cap = ceiling(inp)
@@ -73,14 +102,22 @@ def evaluate(
         violations=tuple(found),
         status=report.status,
         open_questions=len(report.open_questions),
-        new_facts=len(report.new_facts),
+        new_facts=new_fact_count(report, previous, evidence),
         causal_chain_complete=report.causal_chain_complete,
         review=review.summary() if review is not None else None,
     )
-    if history is None:
-        history = [evaluate(previous, thresholds=thresholds)] if previous is not None else []
     decision = rules.next_step(history, verdict, thresholds, elapsed_seconds=elapsed_seconds)
     return replace(verdict, decision=decision)
+
+
+def baseline(history: Sequence[Verdict], *, reviewing: bool = False) -> int | None:
+    """The harness's number before this round: the last verdict with a report (a review's
+    lowered number included). A review is judged against what came before the iteration it
+    reviews, which is the last verdict in ``history`` then."""
+    past = list(history)
+    if reviewing and past and past[-1].review is None:
+        past.pop()
+    return next((v.confidence for v in reversed(past) if v.report_ok), None)
 
 
 def missing_report(
@@ -116,6 +153,7 @@ def evaluate_text(
     *,
     history: Sequence[Verdict] | None = None,
     elapsed_seconds: float | None = None,
+    evidence: Evidence | None = None,
 ) -> tuple[CompletionReport | None, Verdict]:
     """The loop's entry point: the model's raw output in, the parsed report (if any) and its
     verdict out. Never raises on a missing or malformed block."""
@@ -128,6 +166,6 @@ def evaluate_text(
     verdict = evaluate(
         found.report, previous, review, thresholds,
         prose=found.prose, problems=found.problems, history=history,
-        elapsed_seconds=elapsed_seconds,
+        elapsed_seconds=elapsed_seconds, evidence=evidence,
     )  # fmt: skip
     return found.report, verdict

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from harness_cli.investigation.evidence import ToolUse
 from harness_cli.investigation.gates.table import GATES
 from harness_cli.investigation.report import CompletionReport
 from harness_cli.investigation.review import ReviewVerdict
@@ -22,6 +23,12 @@ class GateInput:
     thresholds: InvestigationThresholds = DEFAULT_THRESHOLDS
     prose: str = ""
     """The model's text around the block (G2 reads it)."""
+    baseline: int | None = None
+    """The harness's own confidence before this round (the last verdict with a report, a
+    review's lowered number included): G1 holds the new number there."""
+    tools: tuple[ToolUse, ...] | None = None
+    """Every tool call of this investigation run so far, as the runtime reported it (G4);
+    None when unknown (a report checked by hand), and G4 then falls back to the wording."""
 
 
 Gate = Callable[[GateInput], Violation | None]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
+from harness_cli.investigation.evidence import ToolUse, failed_call
 from harness_cli.investigation.gates.base import GateInput, listing, short, violation
+from harness_cli.investigation.gates.ceiling import claim_ceiling, g1_cap
 from harness_cli.investigation.report import AdjacentProblem, UncheckedSource
 from harness_cli.investigation.verdict import Violation
 
@@ -34,27 +37,18 @@ _INFERRED = re.compile(
 )
 
 
-def g1_cap(inp: GateInput) -> int | None:
-    """The previous confidence when G1 fires: the upward move is cancelled."""
-    prev = inp.previous
-    if prev is None:
-        return None
-    grew = len(inp.report.open_questions) > len(prev.open_questions)
-    return prev.confidence if grew and inp.report.confidence > prev.confidence else None
-
-
 def g1(inp: GateInput) -> Violation | None:
-    prev = inp.previous
-    if prev is not None and g1_cap(inp) is not None:
-        before, after = len(prev.open_questions), len(inp.report.open_questions)
-        return violation(
-            "G1",
-            f"open questions grew {before} → {after} while confidence rose "
-            f"{prev.confidence}% → {inp.report.confidence}%; a growing denominator cancels any "
-            f"upward move: confidence held at {prev.confidence}%. Close questions before "
-            "raising it.",
-        )
-    return None
+    held = g1_cap(inp)
+    if held is None or inp.previous is None:
+        return None
+    before, after = len(inp.previous.open_questions), len(inp.report.open_questions)
+    rising = min(inp.report.confidence, claim_ceiling(inp))
+    return violation(
+        "G1",
+        f"open questions grew {before} → {after} while confidence rose {held}% → {rising}%; "
+        f"a growing denominator cancels any upward move: confidence held at {held}%. Close "
+        "questions before raising it.",
+    )
 
 
 def tension_sentences(text: str) -> list[str]:
@@ -105,30 +99,57 @@ def g3(inp: GateInput) -> Violation | None:
 
 
 def reachable(source: UncheckedSource | str) -> bool:
-    """Skipped or declared unavailable by inference, not because of a recorded real error."""
+    """By its wording alone: skipped or declared unavailable by inference, not because of a
+    recorded real error. Only for reports checked without the run's tool calls (``harness
+    gates``, the retrospective); the loop's G4 goes by the tool calls themselves."""
     if isinstance(source, str):
         return True
     status = source.access_status
     return not _REAL_ERROR.search(status) or bool(_INFERRED.search(status))
 
 
+def unverified(source: UncheckedSource | str, tools: Sequence[ToolUse] | None) -> bool:
+    """Not shown unavailable: with the run's tool calls, no call to it failed in this run
+    ("a source is unavailable only if a tool call to it failed"); without them, its wording."""
+    if tools is None:
+        return reachable(source)
+    return failed_call(source, tools) is None
+
+
 def g4(inp: GateInput) -> Violation | None:
-    r = inp.report
+    """G_BLOCKER_FORCE's gate: “status=BLOCKED while reachable technical sources were
+    skipped or declared unavailable by inference and not because of a real error”. What the
+    report says about a source's access is not believed; the run's tool calls are."""
+    r, tools = inp.report, inp.tools
     if r.status != "BLOCKED":
         return None
     open_sources = [
         s if isinstance(s, str) else f"{s.name} ({s.access_status or 'no access_status'})"
         for s in r.unchecked_sources
-        if reachable(s)
+        if unverified(s, tools)
     ]
-    blockers = any(
-        not isinstance(p, str) and p.blocker.strip() for p in r.adjacent_problems
-    ) or any(not isinstance(s, str) and not reachable(s) for s in r.unchecked_sources)
-    if open_sources:
+    if tools is not None and not tools:
+        which = f" ({listing(open_sources)} look reachable)" if open_sources else ""
         return violation(
             "G4",
-            f"BLOCKED while {listing(open_sources)} look reachable (no real error recorded): "
-            "query them, or record the exact error each returned.",
+            f"BLOCKED before a single tool call in this run{which}: nothing was tried, so "
+            "nothing is known to be unavailable. Query the sources first; record the exact "
+            "error each call returns.",
+        )
+    blockers = any(
+        not isinstance(p, str) and p.blocker.strip() for p in r.adjacent_problems
+    ) or any(not unverified(s, tools) for s in r.unchecked_sources)
+    if open_sources:
+        why = (
+            "no tool call to it failed in this run"
+            if tools is not None
+            else "no real error recorded"
+        )
+        return violation(
+            "G4",
+            f"BLOCKED while {listing(open_sources)} look reachable ({why}): a source is "
+            "unavailable only when a call to it fails — query each one, and record the exact "
+            "error the call returned.",
         )
     if not blockers:
         return violation(

@@ -1,55 +1,52 @@
-"""The two spot-checks on top of the families (EQ1, P7), the review-side gates (G5 red team,
-D adversarial verdict), and the ceiling they all feed."""
+"""The two spot-checks on top of the families (EQ1, P7) and the review-side gates (G5 red team,
+D adversarial verdict); the ceiling they feed is computed in ``ceiling.py``."""
 
 from __future__ import annotations
 
-from harness_cli.investigation.gates.a_gates import a1_ceiling
 from harness_cli.investigation.gates.base import GateInput, listing, short, violation
-from harness_cli.investigation.gates.g_gates import g1_cap
-from harness_cli.investigation.report import CompletionReport
+from harness_cli.investigation.gates.ceiling import (
+    base_ceiling,
+    ceiling,
+    eq1_cap,
+    has_hard_evidence,
+    p7_ceiling,
+)
 from harness_cli.investigation.review import DIMENSIONS
-from harness_cli.investigation.thresholds import InvestigationThresholds
 from harness_cli.investigation.verdict import Violation
 
-
-def has_hard_evidence(report: CompletionReport) -> bool:
-    cause = report.root_cause
-    return cause is not None and any(e.kind != "INFERRED" for e in cause.evidence)
-
-
-def eq1_cap(report: CompletionReport, t: InvestigationThresholds) -> int | None:
-    """60 when no root-cause evidence is HARD (including no root cause yet), else no cap."""
-    return None if has_hard_evidence(report) else t.inferred_only_cap
-
-
-def p7_ceiling(base: int, fails: int, t: InvestigationThresholds) -> int:
-    """Down 7 points per FAIL dimension, not below the 40 floor; a base already under the
-    floor stays where it is (P7 lowers, it never raises)."""
-    if fails <= 0:
-        return base
-    return min(base, max(base - t.adversarial_fail_penalty * fails, t.adversarial_floor))
-
-
-def base_ceiling(inp: GateInput) -> int:
-    """A1, then EQ1 and G1 where they apply: the cap before any review."""
-    caps = [a1_ceiling(inp.report, inp.thresholds)]
-    caps += [c for c in (eq1_cap(inp.report, inp.thresholds), g1_cap(inp)) if c is not None]
-    return min(caps)
-
-
-def ceiling(inp: GateInput) -> int:
-    fails = len(inp.review.failed) if inp.review else 0
-    return p7_ceiling(base_ceiling(inp), fails, inp.thresholds)
+__all__ = ["base_ceiling", "ceiling", "d", "eq1", "g5", "has_hard_evidence", "p7", "p7_ceiling"]
 
 
 def eq1(inp: GateInput) -> Violation | None:
+    """Fires when the 60 % cap clamps the claim, and also whenever evidence was discounted
+    (an unknown kind, a HARD item with no claim or no source): the model must hear why."""
     cap = eq1_cap(inp.report, inp.thresholds)
+    cause = inp.report.root_cause
+    items = cause.evidence if cause is not None else []
+    discounted = [
+        f"{short(e.claim or '(no claim)', 50)}: kind {e.stated_kind!r} read as INFERRED"
+        for e in items
+        if e.stated_kind
+    ] + [
+        f"{short(e.claim or '(no claim)', 50)}: HARD without "
+        + ("a claim" if not e.claim.strip() else "a source")
+        for e in items
+        if e.kind == "HARD" and not e.is_hard
+    ]
+    why = f" ({listing(discounted)})" if discounted else ""
     if cap is None or inp.report.confidence <= cap:
-        return None
+        if not discounted:
+            return None
+        return violation(
+            "EQ1",
+            f"evidence discounted: {listing(discounted)}. Mark each item HARD or INFERRED, and "
+            "give a HARD item its claim and its source.",
+        )
     return violation(
         "EQ1",
-        f"no root-cause evidence is HARD (all INFERRED or none): confidence capped at {cap}%. "
-        "Cite a log line, metric, query result or reproduction as HARD evidence.",
+        f"no root-cause evidence is HARD (all INFERRED or none){why}: confidence capped at "
+        f"{cap}%. Cite a log line, metric, query result or reproduction as HARD evidence, "
+        "with its claim and its source.",
     )
 
 
@@ -82,8 +79,20 @@ def g5(inp: GateInput) -> Violation | None:
 
 
 def d(inp: GateInput) -> Violation | None:
-    if inp.review is None or inp.review.severity == "none":
+    """The adversarial verdict. Its notes are carried here in full, once: this violation is
+    how the reviewer's critique reaches the next prompt."""
+    if inp.review is None or inp.review.effective_severity == "none":
         return None
     review = inp.review
-    critique = f": {listing(review.notes, 5)}" if review.notes else ""
-    return violation("D", f"adversarial review found {review.severity} issues{critique}.")
+    severity = review.effective_severity
+    stated = (
+        f" (stated severity {review.severity!r}, but it failed {', '.join(review.failed)})"
+        if severity != review.severity
+        else ""
+    )
+    critique = " ".join(f"({i}) {' '.join(n.split())}" for i, n in enumerate(review.notes, 1))
+    return violation(
+        "D",
+        f"adversarial review found {severity} issues{stated}"
+        + (f"; the reviewer's notes, each to address: {critique}" if critique else "."),
+    )

@@ -42,8 +42,9 @@ TABLE: tuple[GateSpec, ...] = (
         "G1", "G",
         "“fires when open_questions grew during the round yet confidence went up, because a "
         "growing denominator cancels any upward move”",
-        "more open questions than the previous report and a higher claimed confidence; the "
-        "ceiling drops to the previous confidence",
+        "more open questions than the previous report while the harness's own number (the "
+        "claim after A1 and EQ1) would rise above its value before the round; the ceiling "
+        "holds it at that value (a review's lowered number included)",
         "clamp",
     ),
     GateSpec(
@@ -66,8 +67,10 @@ TABLE: tuple[GateSpec, ...] = (
         "G4", "G",
         "“status=BLOCKED while reachable technical sources were skipped or declared "
         "unavailable by inference and not because of a real error” (G_BLOCKER_FORCE)",
-        "BLOCKED with an unchecked source whose access_status records no real error (or "
-        "hedges: probably, assumed, not checked …), or with no blocker recorded at all",
+        "BLOCKED before any tool call of the run; or with an unchecked source no tool call "
+        "to which failed in this run, whatever its access_status says (checked by hand, "
+        "without the run's calls: one whose access_status records no real error or hedges); "
+        "or with no blocker recorded at all",
         "block_exit",
     ),
     GateSpec(
@@ -156,8 +159,9 @@ TABLE: tuple[GateSpec, ...] = (
         "EQ1", "spot-check",
         "“makes root-cause nodes cite hard evidence (anything other than INFERRED) or accept "
         "a 60% cap”",
-        "no HARD evidence under the root cause (or no root cause) and claimed confidence "
-        "above the cap",
+        "no HARD evidence with a claim and a source under the root cause (or no root cause) "
+        "and claimed confidence above the cap; also, as a note, any evidence discounted (an "
+        "unknown kind read as INFERRED, a HARD item without claim or source)",
         "clamp",
     ),
     GateSpec(
@@ -174,7 +178,8 @@ TABLE: tuple[GateSpec, ...] = (
         "minor issues on a first pass, the loop goes round one more time … Two consecutive "
         "minor-only passes, or one clean pass, end the loop with complete”",
         "review severity critical, or minor (blocks only until the second consecutive minor "
-        "pass)",
+        "pass); a stated \"none\" with FAIL dimensions counts as minor. Carries the "
+        "reviewer's notes, in full, into the next prompt",
         "block_exit",
     ),
     GateSpec(

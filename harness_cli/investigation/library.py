@@ -1,0 +1,224 @@
+"""The misbehaving-model library: scripted investigators and reviewers, honest and not, each
+with the ending the harness owes it — kept as data (``evals/investigation/*.yaml``), the eval
+corpus a later ``harness eval`` builds on.
+
+One file per case: an ``id``, a one-line ``description``, whether the scripted model is
+``honest``, the model (a shipped script by name, or an inline script), the setup (thresholds,
+ticket, emulator faults, environment), and a machine-readable ``expect``. ``check`` compares
+an ``Observed`` run (gathered by ``sandbox.investigation_library``) with it and lists every
+mismatch; an empty list is a pass. Pure: no I/O beyond loading the files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness_cli.errors import ConfigError
+
+Runtime = Literal["anthropic", "claude-code"]
+RUNTIMES: tuple[Runtime, ...] = ("anthropic", "claude-code")
+ExitName = Literal["complete", "blocked", "stalled", "degrading", "timeout", "failed"]
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "evals" / "investigation"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Setup(_Strict):
+    thresholds: dict[str, int] = Field(default_factory=dict)
+    """``investigation:`` numbers for this case's harness.yaml (e.g. max_iterations)."""
+    ticket: str | None = None
+    """The ticket text; the library's default bulk-discount ticket otherwise."""
+    faults: list[dict[str, Any]] = Field(default_factory=list)
+    """Anthropic emulator faults (``httpbase.Fault`` fields), injected before the run."""
+    env: dict[str, str | None] = Field(default_factory=dict)
+    """Environment for the run; None unsets a variable (e.g. ``ANTHROPIC_API_KEY: null``)."""
+    runtimes: list[Runtime] = Field(default_factory=lambda: list(RUNTIMES))
+    """Where the case applies."""
+
+
+class ReviewExpect(_Strict):
+    exit_code: int = 0
+    """``harness review``'s exit code (2: no report to review)."""
+    decision: str | None = None
+    """The verdict's decision after the review."""
+
+
+class Expect(_Strict):
+    exit: ExitName
+    exit_code: int = 0
+    """``harness investigate``'s exit code."""
+    iterations: int | None = None
+    exit_note: str | None = None
+    """A substring of the exit line's parenthesised note."""
+    status: str | None = None
+    """case.json's status afterwards."""
+    guard_notes: list[str] = Field(default_factory=list)
+    """Codes ("A5", "CAUSAL_CHAIN_FORCE", "PRECOMMIT") seen in a guard note or a verdict."""
+    no_guard_notes: list[str] = Field(default_factory=list)
+    """Codes that must never be raised (e.g. a force rule on an honest run)."""
+    confidences: list[int] | None = None
+    """The harness's confidence per iteration, in order."""
+    trajectory: str | None = None
+    """ANALYSIS.md's sparkline, exactly."""
+    prompt_contains: dict[int, list[str]] = Field(default_factory=dict)
+    """Iteration N's investigator prompt contains each text."""
+    prompt_once: dict[int, list[str]] = Field(default_factory=dict)
+    """Iteration N's investigator prompt contains each text exactly once."""
+    dm_contains: list[str] = Field(default_factory=list)
+    """The investigation's post to the operator contains each text."""
+    dm_lacks: list[str] = Field(default_factory=list)
+    analysis_contains: list[str] = Field(default_factory=list)
+    task_lacks: list[str] = Field(default_factory=list)
+    case_show_contains: list[str] = Field(default_factory=list)
+    review: ReviewExpect | None = None
+
+
+class LibraryCase(_Strict):
+    schema_version: Literal[1] = 1
+    id: str
+    description: str
+    """One line: what the model does and what it must end in."""
+    honest: bool
+    """The scripted model tells the truth: the harness must never force or block it wrongly."""
+    defect: str = ""
+    """Where the case comes from (e.g. "#15 point 3"), if it reproduces a known defect."""
+    script: str = "inv_honest"
+    """The model: a shipped script by name (``harness_cli/sandbox/scripts/<name>.yaml``)…"""
+    roles: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    """… with these roles' rules replacing the script's (the part that misbehaves)."""
+    captures: dict[str, str] = Field(default_factory=dict)
+    """Extra ``{placeholders}`` read from the prompt (the script format's ``captures``)."""
+    variables: dict[str, str] = Field(default_factory=dict)
+    setup: Setup = Field(default_factory=Setup)
+    expect: Expect
+
+    def model_source(self) -> dict[str, Any]:
+        """The model script: the named one with this case's roles and captures laid over it."""
+        from harness_cli.sandbox.model_script import SCRIPTS_DIR
+
+        path = SCRIPTS_DIR / f"{self.script}.yaml"
+        try:
+            base = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError:
+            raise ConfigError(f"library case {self.id}: no model script {path}") from None
+        base["description"] = self.description
+        base.setdefault("roles", {}).update(self.roles)
+        base["captures"] = {**base.get("captures", {}), **self.captures}
+        return dict(base)
+
+
+def load_library(folder: Path = DEFAULT_DIR) -> list[LibraryCase]:
+    """Every case under ``folder``, sorted by id; a bad file is one clear ConfigError."""
+    cases = []
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            case = LibraryCase.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        except (yaml.YAMLError, ValidationError) as exc:
+            first = str(exc).splitlines()[0:3]
+            raise ConfigError(f"library case {path}: {' '.join(first)}") from None
+        if case.id != path.stem:
+            raise ConfigError(f"library case {path}: id {case.id!r} must match the file name")
+        from harness_cli.sandbox.model_script import load_script
+
+        load_script(case.model_source(), case.variables or None)  # a bad script fails here
+        cases.append(case)
+    return sorted(cases, key=lambda c: c.id)
+
+
+@dataclass
+class Observed:
+    """One library run as the runner saw it, from the wire and the disk."""
+
+    runtime: str
+    exit: str | None
+    exit_code: int
+    exit_line: str
+    iterations: int
+    status: str
+    confidences: list[int] = field(default_factory=list)
+    codes: set[str] = field(default_factory=set)
+    """Every violation code and force rule of every verdict, and every guard-note code of
+    every investigator prompt."""
+    prompts: list[str] = field(default_factory=list)
+    """Each iteration's investigator prompt (the turn that opened it), as sent."""
+    dm: list[str] = field(default_factory=list)
+    analysis: str = ""
+    task: str = ""
+    case_show: str = ""
+    review_code: int | None = None
+    review_decision: str | None = None
+    unmatched: list[str] = field(default_factory=list)
+    model_seconds: float = 0.0
+    """Wall time inside the runtime (every model call with its tool calls), from the records."""
+    loop_harness_seconds: float = 0.0
+    """The harness's own time inside the iterations and reviews: their wall time minus the
+    model calls they made (prompt, gates, the lock check, the records written)."""
+    wall_seconds: float = 0.0
+    """Wall time of the whole `harness investigate` command."""
+
+
+def check(case: LibraryCase, seen: Observed) -> list[str]:
+    """Every way ``seen`` differs from ``case.expect``; [] is a pass."""
+    e = case.expect
+    bad: list[str] = []
+
+    def want(ok: bool, what: str) -> None:
+        if not ok:
+            bad.append(what)
+
+    want(not seen.unmatched, f"the model script left requests unmatched: {seen.unmatched[:2]}")
+    want(seen.exit == e.exit, f"exit {seen.exit!r}, expected {e.exit!r} ({seen.exit_line})")
+    want(seen.exit_code == e.exit_code, f"exit code {seen.exit_code}, expected {e.exit_code}")
+    if e.iterations is not None:
+        want(seen.iterations == e.iterations, f"{seen.iterations} iterations, not {e.iterations}")
+    if e.exit_note is not None:
+        want(e.exit_note in seen.exit_line, f"exit line {seen.exit_line!r} lacks {e.exit_note!r}")
+    if e.status is not None:
+        want(seen.status == e.status, f"case status {seen.status!r}, expected {e.status!r}")
+    for code in e.guard_notes:
+        want(code in seen.codes, f"no {code} guard note (seen: {sorted(seen.codes)})")
+    for code in e.no_guard_notes:
+        want(code not in seen.codes, f"{code} was raised")
+    if e.confidences is not None:
+        want(seen.confidences == e.confidences, f"confidences {seen.confidences}")
+    if e.trajectory is not None:
+        want(f"Confidence: {e.trajectory}\n" in seen.analysis, f"sparkline is not {e.trajectory}")
+    for n, texts in e.prompt_contains.items():
+        prompt = seen.prompts[n - 1] if len(seen.prompts) >= n else ""
+        for text in texts:
+            want(text in prompt, f"iteration {n}'s prompt lacks {text!r}")
+    for n, texts in e.prompt_once.items():
+        prompt = seen.prompts[n - 1] if len(seen.prompts) >= n else ""
+        for text in texts:
+            want(prompt.count(text) == 1, f"iteration {n}'s prompt has {text!r} "
+                 f"{prompt.count(text)} times")  # fmt: skip
+    dm = "\n".join(seen.dm)
+    want(len(seen.dm) <= 1, f"{len(seen.dm)} posts to the operator (one expected)")
+    want(dm.count("`exit=") <= 1, "the exit line was posted more than once")
+    _contains(want, "the DM", dm, e.dm_contains, present=True)
+    _contains(want, "the DM", dm, e.dm_lacks, present=False)
+    _contains(want, "ANALYSIS.md", seen.analysis, e.analysis_contains, present=True)
+    _contains(want, "TASK.md", seen.task, e.task_lacks, present=False)
+    _contains(want, "case show", seen.case_show, e.case_show_contains, present=True)
+    if e.review is not None:
+        want(seen.review_code == e.review.exit_code, f"review exited {seen.review_code}")
+        if e.review.decision is not None:
+            want(seen.review_decision == e.review.decision,
+                 f"review decided {seen.review_decision!r}, not {e.review.decision!r}")  # fmt: skip
+    return bad
+
+
+def _contains(want: Any, where: str, text: str, needles: Iterable[str], *, present: bool) -> None:
+    for needle in needles:
+        if present:
+            want(needle in text, f"{where} lacks {needle!r}")
+        else:
+            want(needle not in text, f"{where} has {needle!r}")
