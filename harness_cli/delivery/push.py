@@ -107,6 +107,8 @@ def push_with_recovery(
         if outcome.first_push.ok:
             return _finish(outcome, ok=True, sha=outcome.first_push.sha)
         outcome.last_error = outcome.first_push.error
+        if outcome.first_push.refused:  # policy, not git: no agent session can argue with it
+            return _escalate(outcome, outbound, cfg, wt, trail)
     else:
         outcome.last_error = rebase.error
     event(log, "push_l2_start", logging.WARNING, case_id=case_id, why=outcome.last_error)
@@ -123,15 +125,22 @@ def push_with_recovery(
     if outcome.heal.ok:
         return _finish(outcome, ok=True, sha=outcome.heal.pushed_sha)
     outcome.last_error = outcome.heal.last_error or outcome.last_error
+    return _escalate(outcome, outbound, cfg, wt, trail)
+
+
+def _escalate(
+    outcome: PushOutcome, outbound: Outbound, cfg: Config, wt: Worktree, trail: Path
+) -> PushOutcome:
+    """L3: the whole trail to the operator, in one DM."""
     outcome.layer = "L3"
     _write(outcome, trail)  # the DM points at the trail: it must exist when the operator looks
     outcome.escalation_ts = escalate(
         outbound,
         cfg,
-        case_id=case_id,
+        case_id=outcome.case_id,
         wt=wt,
         heal=outcome.heal,
-        rebase=rebase,
+        rebase=outcome.rebase,
         last_error=outcome.last_error,
         trail_path=trail,
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from harness_cli.delivery.prepush import check_before_push
 from harness_cli.delivery.worktrees import BRANCH_PREFIX, Worktree, mirror_lock
 from harness_cli.errors import ServiceError
 from harness_cli.logs import event
@@ -145,7 +146,8 @@ def real_push(wt: Worktree, *, lease: str | None = None) -> PushResult:
     ``--force-with-lease=refs/heads/<branch>:<lease>`` (the caller decides when that is
     allowed; a protected branch is refused here whatever the caller asked)."""
     git = wt.git()
-    refusal = push_refusal(wt)
+    # The pre-push point: every check on what may leave goes here, one line each.
+    refusal = push_refusal(wt) or check_before_push(wt)
     if refusal is not None:
         return PushResult(ok=False, branch=wt.branch, refused=True, error=refusal)
     url = git.remote_url("origin")
