@@ -1,16 +1,17 @@
-"""dev-agent: the hands-on work, in the case's own worktree, in three modes.
+"""dev-agent: the hands-on work, in the case's own worktree of the MR's repository.
 
 - ``task``: analyze (the gated skeleton, up to 8 rounds, producing the plan) → [the operator's
   OK unless --auto] → implement (one run; its build/test step looped up to 3 times against the
   harness's own acceptance run) → acceptance → push (L1/L2/L3) → MR.
-- ``fix_ci``: the failed job's log → a fix → acceptance → push; a run that changed nothing
-  pushes nothing (the reference's 80 no-op "fix CI" commits). A red merge status (conflict,
-  need_rebase) runs the push recovery alone.
-- ``address_review``: the unresolved discussions → changes → push → a reply that says "Done"
-  only if that push exited 0.
+- ``fix_ci`` (:mod:`ci_fix`): the failed job's log → a fix → acceptance → push; a run that
+  changed nothing pushes nothing and says so to mr-monitor, which counts it as a failed
+  attempt. A conflict with the target branch runs the push recovery onto that branch.
+- ``address_review`` (:mod:`review`): the unresolved discussions → changes → push → a reply
+  in each discussion only when the wire shows this run's commit on the remote branch.
 
 The agent edits and commits; the harness runs the checks, pushes and talks to GitLab and
-Slack. Nothing the model says about its own success is taken as success.
+Slack. Nothing the model says about its own success is taken as success. Each run ends in one
+message to the operator (:mod:`outcome`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from typing import Any
 
 from harness_cli.agents.runtime import RunRequest, Runtime
 from harness_cli.config import Config
-from harness_cli.delivery import acceptance, mr, push, worktrees
+from harness_cli.delivery import acceptance, check_guard, mr, push, worktrees
 from harness_cli.delivery.commit import commit_all, head_sha, styled_message
+from harness_cli.delivery.style import lint_commit_message, strip_attribution
 from harness_cli.errors import InputError, PolicyRefused, ServiceError
 from harness_cli.investigation.gates import evaluate_text
 from harness_cli.investigation.gates.a_gates import pinned_block
@@ -59,13 +61,15 @@ class Work:
     out: Outbound
     args: dict[str, Any]
     quiet: bool = False
-    """No progress posts in the case thread (L3 escalations still go out)."""
+    """No outcome message in Slack (L3 escalations still go out)."""
     notes: list[str] = field(default_factory=list)
     status: RunStatus | None = None
-    """The live status message in the case thread; delivery.run closes it (done/failed)."""
+    """The live status message in the case thread; delivery.run closes it with the outcome."""
 
     @property
     def project(self) -> str:
+        """The repository this run works on: the payload names it (``repo``), or the MR does;
+        only a task with neither falls back to the ticket project's first repo."""
         repo = self.args.get("repo")
         if repo:
             return str(repo)
@@ -114,55 +118,90 @@ class Work:
             )
         )
         event(
-            log,
-            "dev_agent_run",
-            case_id=self.case.id,
-            role=role,
-            stop=result.stop,
-            turns=result.turns,
-            cost_usd=result.cost_usd,
-            input_tokens=result.usage.input,
-            output_tokens=result.usage.output,
-            cache_creation_tokens=result.usage.cache_creation,
-            cache_read_tokens=result.usage.cache_read,
-            reverted=result.reverted,
-        )
+            log, "dev_agent_run", case_id=self.case.id, role=role, stop=result.stop,
+            turns=result.turns, cost_usd=result.cost_usd, input_tokens=result.usage.input,
+            output_tokens=result.usage.output, cache_creation_tokens=result.usage.cache_creation,
+            cache_read_tokens=result.usage.cache_read, reverted=result.reverted,
+        )  # fmt: skip
         if result.stop in ("error", "timeout") and not result.text:
             raise ServiceError(f"the {role} run failed: {result.error or result.stop}")
         return result.text
 
 
+@dataclass
+class Change:
+    """What the shared tail did: the evidence the outcome message and the reply gate use."""
+
+    mode: str
+    changed: bool
+    meta: dict[str, Any] = field(default_factory=dict)
+    record: acceptance.AcceptanceRecord | None = None
+    outcome: push.PushOutcome | None = None
+    commits: list[str] = field(default_factory=list)
+    """Subjects of the commits this run made (what changed)."""
+    mr: dict[str, Any] | None = None
+
+    @property
+    def pushed(self) -> bool:
+        return self.outcome is not None and self.outcome.pushed
+
+    @property
+    def pushed_sha(self) -> str:
+        return (self.outcome.pushed_sha or "") if self.outcome is not None else ""
+
+    def summary(self) -> str:
+        return " ".join(str(self.meta.get("summary") or self.meta.get("reply") or "").split())
+
+
 def worktree_for(work: Work) -> worktrees.Worktree:
-    found = worktrees.for_case(work.case.id)
-    if found is not None and found.path.exists():
-        return found
-    info = work.gitlab.project(work.project)
-    return worktrees.create(
-        work.case.id,
-        str(info["http_url_to_repo"]),
-        work.project,
-        str(info.get("default_branch") or "main"),
-    )
+    """The case's worktree of the run's repository — never another repository's (the ticket's
+    worktree is not the harness repo's). An MR's branch names the key outright."""
+    found = worktrees.for_case_repo(work.case.id, work.project)
+    branch = str(work.args.get("branch") or "")
+    if found is None:
+        info = work.gitlab.project(work.project)
+        found = worktrees.create(
+            worktrees.worktree_key(work.case.id, work.project, branch=branch or None),
+            str(info["http_url_to_repo"]),
+            work.project,
+            str(info.get("default_branch") or "main"),
+            thresholds=work.cfg.harness.delivery,
+            case=work.case.id,
+        )
+    else:  # the identity may have been configured since the worktree was made
+        worktrees.apply_identity(found, work.cfg.harness.delivery)
+    if branch and found.branch != branch:
+        raise PolicyRefused(
+            f"the MR's branch {branch} is not the case branch {found.branch}",
+            hint="the harness pushes only its own case branches; a human owns that one",
+        )
+    return found
 
 
 # -- task ---------------------------------------------------------------------------------------
 
 
 def run_task(work: Work) -> dict[str, Any]:
+    from harness_cli.delivery import outcome
+
     wt = worktree_for(work)
     _move(work, "in_progress", "planning")
     plan = _analyze(work, wt)
     auto = bool(work.args.get("auto"))
     if not auto and not work.args.get("plan_approved"):
-        _post(
-            work,
-            "The plan for the change is ready; reply `admin: task "
-            f"{work.case.id}` to let me implement it:\n{plan.draft_response}",
-        )
         _set_plan_pending(work)
-        return {"mode": "task", "state": "plan_waiting_for_operator", "worktree": str(wt.path)}
+        return {
+            "mode": "task",
+            "state": "plan_waiting_for_operator",
+            "worktree": str(wt.path),
+            "message": outcome.plan_waiting(work.case.id, plan.draft_response),
+        }
     job = "Implement this plan:\n" + "\n".join(f"- {a.description}" for a in plan.actions)
-    return _change_push_and_mr(work, wt, "task", job)
+    change = change_push_and_mr(work, wt, "task", job)
+    if not change.pushed or change.mr is None:
+        # "a failed or no-op run returns the case to a state the operator can act on"
+        _move(work, "failed", "dev-agent task: nothing delivered")
+    return outcome.task_result(work, change)
 
 
 def _analyze(work: Work, wt: worktrees.Worktree) -> CompletionReport:
@@ -173,15 +212,10 @@ def _analyze(work: Work, wt: worktrees.Worktree) -> CompletionReport:
     task = _read(work.case_dir / "TASK.md")
     for n in range(1, ANALYZE_ROUNDS + 1):
         text = work.agent(
-            "dev-agent-plan",
-            "dev-agent-plan",
-            wt,
-            iteration=str(n),
-            max_iterations=str(ANALYZE_ROUNDS),
-            analysis=analysis,
-            task=task,
+            "dev-agent-plan", "dev-agent-plan", wt, iteration=str(n),
+            max_iterations=str(ANALYZE_ROUNDS), analysis=analysis, task=task,
             pinned=pinned_block(report),
-        )
+        )  # fmt: skip
         found, verdict = evaluate_text(text, report, None, t, history=history)
         report = found or report
         history.append(verdict)
@@ -198,101 +232,79 @@ def _analyze(work: Work, wt: worktrees.Worktree) -> CompletionReport:
     raise PolicyRefused(f"no plan after {ANALYZE_ROUNDS} rounds")
 
 
-# -- fix_ci and address_review ------------------------------------------------------------------
-
-
-def run_fix_ci(work: Work) -> dict[str, Any]:
-    wt = worktree_for(work)
-    if work.args.get("merge_status"):
-        outcome = _push(work, wt, f"bring the branch up to date ({work.args['merge_status']})")
-        return {"mode": "fix_ci", "state": "recovered" if outcome.pushed else "escalated"}
-    trace = _read(Path(str(work.args.get("trace_file", ""))))[-6000:]
-    job = (
-        "The MR's pipeline failed. The failed job's log ends with:\n```\n"
-        + trace
-        + "\n```\nFind the cause and fix it."
-    )
-    return _change_push_and_mr(work, wt, "fix_ci", job)
-
-
-def run_address_review(work: Work) -> dict[str, Any]:
-    wt = worktree_for(work)
-    project, iid = str(work.args["mr"]).rsplit("!", 1)
-    wanted = set(map(str, work.args.get("discussions", [])))
-    threads = [
-        d for d in work.gitlab.discussions(project, int(iid)) if not wanted or d.id in wanted
-    ]
-    comments = "\n\n".join(
-        f"Discussion {d.id}:\n"
-        + "\n".join(f"{n.author}: {n.body}" for n in d.notes if not n.system)
-        for d in threads
-    )
-    job = f"Reviewers left these comments on the MR:\n{comments}\nAddress each one."
-    result = _change_push_and_mr(work, wt, "address_review", job, allow_no_change=True)
-    pushed_ok = result.get("push_exit_code") == 0
-    for d in threads:
-        body = result.get("reply") or "Thanks, looking into it."
-        text = mr.reply_gate(
-            0 if pushed_ok or not result.get("changed") else 1,
-            f"Done, updated. {body}" if result.get("changed") else body,
-        )
-        if text is not None:
-            work.gitlab.reply(project, int(iid), d.id, text)
-    return result
-
-
 # -- the shared tail: change → checks → commit → acceptance → push → MR --------------------------
 
 
-def _change_push_and_mr(
-    work: Work, wt: worktrees.Worktree, mode: str, job: str, *, allow_no_change: bool = False
-) -> dict[str, Any]:
+def change_push_and_mr(
+    work: Work, wt: worktrees.Worktree, mode: str, job: str, *, target: str | None = None
+) -> Change:
     before = head_sha(wt.path)
     style = mr.compose_prompt_section(sops_dir(work.cfg))
-    meta: dict[str, Any] = {}
-    record = None
+    change = Change(mode=mode, changed=False)
     for _ in range(BUILD_LOOPS):
-        meta = (
-            _last_json(work.agent("dev-agent", "dev-agent", wt, mode=mode, job=job, style=style))
-            or meta
-        )
-        _commit_with_style(work, wt, meta)
-        record = acceptance.run_acceptance(wt.path, work.checks(), work.case_dir)
-        if record.passed:
+        text = work.agent("dev-agent", "dev-agent", wt, mode=mode, job=job, style=style)
+        change.meta = _last_json(text) or change.meta
+        _commit_with_style(work, wt, change.meta, before)
+        change.record = acceptance.run_acceptance(
+            wt.path, work.checks(), work.case_dir, base_sha=wt.base_sha,
+            approved=check_guard.approved_digests(work.case_dir),
+        )  # fmt: skip
+        if change.record.passed:
             break
-        job = (
-            "The harness ran the required checks and they failed:\n"
-            + _check_failures(record)
-            + "\nFix the code until they pass."
-        )
-    changed = head_sha(wt.path) != before
-    if not changed:
+        job = _redo(work, wt, change.record)
+    change.changed = head_sha(wt.path) != before
+    change.commits = _subjects(wt, before)
+    if not change.changed:
         event(log, "no_change_no_push", case_id=work.case.id, mode=mode)
-        if not allow_no_change:
-            _post(work, f"{mode}: the agent changed nothing, so nothing was pushed.")
-        return {"mode": mode, "changed": False, "pushed": False, "reply": meta.get("reply", "")}
-    outcome = _push(work, wt, job)
-    result: dict[str, Any] = {
-        "mode": mode,
-        "changed": True,
-        "pushed": outcome.pushed,
-        "push_exit_code": 0 if outcome.pushed else 1,
-        "acceptance_passed": bool(record and record.passed),
-        "reply": meta.get("reply", ""),
-    }
-    if not outcome.pushed:
-        return result
-    submitted = _submit(work, wt, meta, record)
-    result["mr"] = submitted
-    return result
+        return change
+    change.outcome = push.push_with_recovery(
+        wt, runtime=work.runtime, outbound=work.out, cfg=work.cfg, case_id=work.case.id,
+        case_dir=work.case_dir, task_text=job, target=target,
+    )  # fmt: skip
+    if change.pushed:
+        change.commits = _subjects(wt, before)  # as pushed (the pre-push check may reword)
+        change.mr = _submit(work, wt, change.meta, change.record)
+    return change
 
 
-def _commit_with_style(work: Work, wt: worktrees.Worktree, meta: dict[str, Any]) -> None:
+def _redo(work: Work, wt: worktrees.Worktree, record: acceptance.AcceptanceRecord) -> str:
+    failures = _check_failures(record)
+    if record.checks_changed and not record.checks_approved and not failures:
+        return (
+            "You changed what the required checks run ("
+            + ", ".join(record.checks_changed)
+            + "). Put those files back as they were and fix the code itself; a change to the "
+            "checks needs the operator's OK.\n"
+            + check_guard.describe(wt.path, wt.base_sha, record.checks_changed)
+        )
+    return (
+        "The harness ran the required checks and they failed:\n"
+        + failures
+        + ("\nFix the code until they pass.")
+    )
+
+
+def _commit_with_style(
+    work: Work, wt: worktrees.Worktree, meta: dict[str, Any], before: str
+) -> None:
+    """The harness's commit of what the agent left. An agent commit this run whose message
+    the SOP forbids for more than attribution (which the pre-push check rewords) is folded
+    into it, under the message that passed the linter."""
+
     def resend(notes: list[str]) -> dict[str, Any]:
         work.notes = notes
         return _resend(work, wt, "commit message")
 
-    commit_all(wt.path, styled_message(meta, resend, STYLE_RETRIES))
+    git = wt.git()
+    own = git.run("rev-list", f"{before}..HEAD").split() if before else []
+    bad = [s for s in own if lint_commit_message(strip_attribution(_message(wt, s)))]
+    dirty = bool(git.status_porcelain().strip())
+    if not bad and not dirty:
+        return
+    message = styled_message(meta, resend, STYLE_RETRIES)
+    if bad:
+        git.run("reset", "-q", "--soft", before)
+    commit_all(wt.path, message)
 
 
 def _submit(
@@ -304,45 +316,28 @@ def _submit(
     for _ in range(STYLE_RETRIES + 1):
         try:
             done = mr.submit_mr(
-                work.gitlab,
-                project=work.project,
-                source_branch=wt.branch,
+                work.gitlab, project=work.project, source_branch=wt.branch,
                 target_branch=wt.base_branch,
                 title=str(meta.get("mr_title") or work.case.title),
                 description=str(meta.get("mr_description") or ""),
-                commit_messages=[str(meta.get("commit_message") or "")],
-                case_id=work.case.id,
-                case_dir=work.case_dir,
-                acceptance=record,
-                head_sha=head_sha(wt.path),
+                commit_messages=_messages(wt), case_id=work.case.id, case_dir=work.case_dir,
+                acceptance=record, head_sha=head_sha(wt.path),
                 thresholds=work.cfg.harness.thresholds,
-            )
+            )  # fmt: skip
         except mr.StyleRejected as exc:
             work.notes = [f"[STYLE] {v.render()}" for v in exc.violations]
             meta.update(_resend(work, wt, "MR description"))
             continue
         _move(work, "mr_open", "MR open")
-        _post(
-            work,
-            f"MR {'opened' if not done.adopted else 'updated'}: {done.web_url}"
-            + ("" if done.ready else " (draft: acceptance has not passed on its head)"),
-        )
-        return {"web_url": done.web_url, "iid": done.iid, "ready": done.ready}
+        return {
+            "web_url": done.web_url,
+            "iid": done.iid,
+            "ready": done.ready,
+            "adopted": done.adopted,
+        }
     raise PolicyRefused(
         "the MR description kept breaking the style SOP",
         hint="the branch is pushed; no MR was opened",
-    )
-
-
-def _push(work: Work, wt: worktrees.Worktree, task_text: str) -> push.PushOutcome:
-    return push.push_with_recovery(
-        wt,
-        runtime=work.runtime,
-        outbound=work.out,
-        cfg=work.cfg,
-        case_id=work.case.id,
-        case_dir=work.case_dir,
-        task_text=task_text,
     )
 
 
@@ -352,14 +347,27 @@ def _push(work: Work, wt: worktrees.Worktree, task_text: str) -> push.PushOutcom
 def _resend(work: Work, wt: worktrees.Worktree, what: str) -> dict[str, Any]:
     """A style violation goes back to the agent (the guard notes say which), never out."""
     text = work.agent(
-        "dev-agent",
-        "dev-agent",
-        wt,
-        mode=what,
+        "dev-agent", "dev-agent", wt, mode=what,
         job=f"The {what} was sent back. Give only the JSON block again, fixed.",
         style=mr.compose_prompt_section(sops_dir(work.cfg)),
-    )
+    )  # fmt: skip
     return _last_json(text)
+
+
+def _message(wt: worktrees.Worktree, sha: str) -> str:
+    return wt.git().run("show", "-s", "--format=%B", sha)
+
+
+def _subjects(wt: worktrees.Worktree, before: str) -> list[str]:
+    if not before:
+        return []
+    out = wt.git().run("log", "--reverse", "--format=%s", f"{before}..refs/heads/{wt.branch}")
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def _messages(wt: worktrees.Worktree) -> list[str]:
+    out = wt.git().run("log", "--format=%B%x00", f"{wt.base_sha}..refs/heads/{wt.branch}")
+    return [m.strip() for m in out.split("\0") if m.strip()]
 
 
 def _check_failures(record: acceptance.AcceptanceRecord) -> str:
@@ -371,11 +379,8 @@ def _check_failures(record: acceptance.AcceptanceRecord) -> str:
 
 
 def _last_json(text: str) -> dict[str, Any]:
-    blocks = [
-        b
-        for b in json_objects(text)
-        if "commit_message" in b or "mr_description" in b or "reply" in b
-    ]
+    keys = ("commit_message", "mr_description", "reply", "replies", "summary")
+    blocks = [b for b in json_objects(text) if any(k in b for k in keys)]
     return blocks[-1] if blocks else {}
 
 
@@ -390,6 +395,8 @@ def _move(work: Work, status: str, note: str) -> None:
     with registry.update_case(work.case.id, work.cfg.harness.thresholds, note) as case:
         if status == "in_progress" and case.status == "mr_open":
             return
+        if status == "failed" and case.status != "in_progress":
+            return  # only a run that left the case in progress hands it back
         if case.status != status:
             case.move(status, by="dev-agent", note=note)
 
@@ -397,30 +404,3 @@ def _move(work: Work, status: str, note: str) -> None:
 def _set_plan_pending(work: Work) -> None:
     with registry.update_case(work.case.id, work.cfg.harness.thresholds, "plan waiting") as c:
         c.plan_pending = True
-
-
-def _post(work: Work, text: str) -> None:
-    if work.quiet:
-        return
-    from harness_cli.state import files
-
-    thread = next(
-        (
-            t
-            for t in files.oncall_thread_map().read().for_case(work.case.id)
-            if t.role == "case_thread"
-        ),
-        None,
-    ) or next(
-        (
-            t
-            for t in files.task_thread_map().read().for_case(work.case.id)
-            if t.role == "case_thread"
-        ),
-        None,
-    )
-    work.out.post(
-        work.cfg.harness.operator.self_dm_channel,
-        text,
-        thread_ts=thread.thread_ts if thread else None,
-    )

@@ -137,6 +137,7 @@ def self_heal_push_loop(
     thresholds: DeliveryThresholds | None = None,
     on_event: Callable[[RunEvent], None] | None = None,
     goal: Callable[[str], str | None] | None = None,
+    onto: str | None = None,
 ) -> HealResult:
     """L2: up to ``push_heal_attempts`` attempts, each a read-only plan session, then (only at
     or above the confidence floor) an acting session, then the harness's own push; the first
@@ -156,7 +157,7 @@ def self_heal_push_loop(
         result.attempts.append(attempt)
         context = prompts.heal_prompt(
             wt, task_text, conflicts, hunks or {}, result.attempts[:-1], result.last_error,
-            number, th,
+            number, th, onto=onto,
         )  # fmt: skip
         started, plan = _session(runtime, wt, th, prompts.PLAN_ROLE, context, attempt, on_event)
         if not started:  # no session at all (no CLI, no API): the operator's turn

@@ -90,9 +90,13 @@ def heal_prompt(
     last_error: str,
     number: int,
     th: DeliveryThresholds,
+    *,
+    onto: str | None = None,
 ) -> str:
+    """``onto``: the ref the branch must end up on (a conflict with the target branch);
+    default the remote case branch, or the base before the first push."""
     remote = remote_tip(wt)
-    onto = f"origin/{wt.branch}" if remote else f"origin/{wt.base_branch}"
+    onto = onto or (f"origin/{wt.branch}" if remote else f"origin/{wt.base_branch}")
     protected = ", ".join(sorted(protected_branches(wt)))
     status = _git(wt, "status", "--short", "--branch")
     recent = _git(wt, "log", "--oneline", "--decorate", "-5")

@@ -253,6 +253,13 @@ def create(
         return record.worktree()
 
 
+def apply_identity(wt: Worktree, thresholds: DeliveryThresholds) -> None:
+    """(Re)apply the configured commit identity to an existing worktree."""
+    from harness_cli.delivery.identity import commit_identity
+
+    _set_identity(wt.git(), commit_identity(thresholds))
+
+
 def _set_identity(git: Git, identity: tuple[str, str]) -> None:
     for key, value in zip(("user.name", "user.email"), identity, strict=True):
         if git.run("config", "--worktree", "--default", "", "--get", key) != value:
