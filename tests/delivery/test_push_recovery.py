@@ -296,13 +296,13 @@ def test_l2_that_bails_after_acting_leaves_the_branch_as_it_was(
     outcome = recover(conflicted, cfg, case_dir, "[scenario: blind] Greet the world.")
 
     assert not outcome.ok and outcome.layer == "L3"
+    git = conflicted.git()
+    assert git.head_sha(f"refs/heads/{BRANCH}") == ours and git.current_branch() == BRANCH
+    assert not git.rebase_in_progress() and git.status_porcelain() == ""
     assert outcome.heal is not None and outcome.heal.bailed
     [attempt] = outcome.heal.attempts
     assert (attempt.plan_confidence, attempt.confidence) == (80, 40) and attempt.push is None
     assert any("checkout --theirs" in call for call in attempt.tool_calls)
-    git = conflicted.git()
-    assert git.head_sha(f"refs/heads/{BRANCH}") == ours and git.current_branch() == BRANCH
-    assert not git.rebase_in_progress() and git.status_porcelain() == ""
     assert attempt.restored and git.head_sha(attempt.kept_at) not in (None, ours)
     assert origin.sha(BRANCH) == before
     [dm] = slack_emu.messages("D0SELF")
