@@ -496,6 +496,9 @@ def test_merge_removes_the_worktree_closes_the_case_and_says_so_once(
         world.cycle()
     assert len([t for t in world.dms() if "merged" in t]) == 1
     assert world.dispatched() == []
+    # "a review thread that just closed": TASK.md is consolidated as the case ends
+    [consolidate] = payloads(world.tmp, "consolidate")
+    assert consolidate["case_id"] == CASE and consolidate["trigger"]["kind"] == "mr_merged"
 
 
 def test_closed_without_merge_escalates_the_case(world: World, tmp_path: Path) -> None:
