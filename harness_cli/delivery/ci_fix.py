@@ -82,6 +82,13 @@ def _resubmit(work: Work, wt: Worktree) -> dict[str, Any] | None:
     return {"web_url": done.web_url, "iid": done.iid, "ready": done.ready}
 
 
+def report_failure(work: Work, reason: str) -> None:
+    """A fix_ci run that failed outright still reports back: the MR must not stay red in
+    silence (mr-monitor escalates it; the reason already went to the operator)."""
+    if work.args.get("mr"):
+        _report(work, "failed", reason, "")
+
+
 def _report(work: Work, result: str, summary: str, sha: str) -> None:
     """What this run did, for mr-monitor's next cycle (it owns every other field)."""
     key = str(work.args.get("mr") or "")

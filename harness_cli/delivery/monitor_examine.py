@@ -192,14 +192,14 @@ class Examination:
         """What the last fix_ci run reported, once: its outcome goes into the attempt record,
         and a run that changed nothing on this very pipeline asks for the next attempt (or the
         escalation). A run whose push ended in L3 already told the operator: the MR is then
-        escalated without a second DM."""
+        escalated without a second DM; so is one that failed outright (its reason went out)."""
         w, result = self.work, self.work.fix_result
         if result is None or result.id == w.fix_result_seen:
             return False
         w.fix_result_seen = result.id
         if w.fix_attempts and result.pipeline_id in (0, w.fix_attempts[-1].pipeline_id):
             w.fix_attempts[-1].outcome, w.fix_attempts[-1].summary = result.outcome, result.summary
-        if result.outcome in ("push_failed", "not_recovered"):
+        if result.outcome in ("push_failed", "not_recovered", "failed"):
             w.escalated = w.paused = True
             return False
         return result.outcome == "no_change" and result.pipeline_id == self.pipeline_id

@@ -29,6 +29,14 @@ def run_address_review(work: Work) -> dict[str, Any]:
     me = files.monitored_mrs().read().bot_username or work.gitlab.whoami()
     wanted = set(map(str, work.args.get("discussions", [])))
     threads = [d for d in work.gitlab.discussions(project, iid) if not wanted or d.id in wanted]
+    if not threads:  # resolved or deleted before the run started: nobody is waiting
+        return {
+            "mode": "address_review",
+            "changed": False,
+            "pushed": False,
+            "message": f"{work.case.id}: the discussions on {work.args['mr']} were resolved "
+            "before the dev-agent started; nothing to answer.",
+        }
     notes = {str(k): int(v) for k, v in dict(work.args.get("notes") or {}).items()}
     for d in threads:  # a payload of an older harness names no note: the newest one then
         newest = _newest_reviewer_note(d, me)

@@ -80,6 +80,13 @@ def _failed(work: Any, mode: str, exc: BaseException) -> None:
     from harness_cli.ops import status_message
 
     reason = status_message.reason(exc)
+    if mode == "fix_ci" and isinstance(exc, HarnessError):
+        from harness_cli.delivery.ci_fix import report_failure
+
+        try:
+            report_failure(work, reason)
+        except HarnessError as lost:
+            event(log, "fix_result_lost", logging.WARNING, case_id=work.case.id, error=str(lost))
     if mode == "task" and isinstance(exc, HarnessError):
         try:
             dev_agent._move(work, "failed", f"dev-agent task failed: {reason}")

@@ -76,7 +76,8 @@ class FixResult(_State):
     """Unique per run (its stamp): mr-monitor acts on each result once."""
     pipeline_id: int = 0
     """The red pipeline the run was for (0: a push recovery for a merge status)."""
-    outcome: Literal["pushed", "no_change", "push_failed", "recovered", "not_recovered"]
+    outcome: Literal["pushed", "no_change", "push_failed", "recovered", "not_recovered", "failed"]
+    """``failed``: the run itself failed (its reason went to the operator)."""
     summary: str = ""
     """What the agent concluded, in its own words (for the escalation DM)."""
     sha: str = ""
