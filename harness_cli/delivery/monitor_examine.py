@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from harness_cli import clock
 from harness_cli.delivery import monitor_decide as decide
+from harness_cli.delivery import monitor_notices as notices
 from harness_cli.delivery.monitor_act import (
     MonitorCtx,
     call,
@@ -262,26 +262,8 @@ class Examination:
         w.held = True
         self.ctx.report.muted.append(f"review budget {self.key}")
         if not w.review_budget_noticed:
-            rounds = decide.rounds_in_window(w, clock.now(), th.review_round_window_hours)
-            frees = rounds[0] + timedelta(hours=th.review_round_window_hours)
-            window = f"{th.review_round_window_hours:g} h"
-            note = (
-                f"I have answered {len(rounds)} review rounds on this MR in the last {window}, "
-                "the budget this harness is given. I will not reply here again for now; the "
-                "engineer who runs it has been told and will take it from here."
-            )
-            call(self.ctx, lambda: self.ctx.gitlab.note(self.mr.project, self.mr.iid, note))
-            dm(
-                self.ctx,
-                w.case_id,
-                f"{self.key}: the review round budget is spent ({len(rounds)} rounds in "
-                f"{window}); I stopped answering reviewers there and said so once on the MR. "
-                f"{self.mr.web_url}\nNew notes are held, not dropped: they are answered when a "
-                f"round frees up ({frees:%Y-%m-%d %H:%M} UTC) or on `admin: mr rescan "
-                f"{self.key}`.",
-            )
+            notices.review_budget_spent(self.ctx, self.key, w, self.mr)
             w.review_budget_noticed = True
-            event(log, "review_budget_spent", logging.WARNING, mr=self.key, rounds=len(rounds))
         return False
 
     def _args(self, action: Action) -> dict[str, Any]:
@@ -359,7 +341,7 @@ class Examination:
             text = (
                 f"{self.key}: still `{self.mr.detailed_merge_status}` against "
                 f"`{self.mr.target_branch}` after {self.work.recover_attempts} push recovery "
-                f"run(s). {self.mr.web_url}\n{_rearm_hint(self.key)}"
+                f"run(s). {self.mr.web_url}\n{notices.rearm_hint(self.key)}"
             )
         dm(self.ctx, self.work.case_id, text)
         self._record(action)
@@ -370,34 +352,9 @@ class Examination:
         event(log, "mr_escalated", logging.WARNING, mr=self.key, case_id=self.work.case_id)
 
     def _ci_escalation_text(self, trace_file: str) -> str:
-        w = self.work
-        job = self._job_name or next((a.job for a in reversed(w.fix_attempts) if a.job), "")
-        lines = [
-            f"{w.case_id} · {self.key}: CI is still red after "
-            f"{len(w.fix_attempts) or w.fix_ci_attempts} fix attempt(s) in a row; I stopped "
-            f"fixing it. {self.mr.web_url}",
-            f"Failing job: `{job or '?'}` in pipeline #{self.pipeline_id} on "
-            f"{str(self.pipeline.get('sha'))[:8]}.",
-            "What the agent tried:",
-        ]
-        tried = {
-            "no_change": "changed nothing",
-            "pushed": "pushed a fix, still red",
-            "push_failed": "could not push its fix",
-        }
-        for n, a in enumerate(w.fix_attempts, 1):
-            did = tried.get(a.outcome, "no report")
-            said = f" — “{a.summary[:200]}”" if a.summary else ""
-            lines.append(
-                f"{n}. pipeline #{a.pipeline_id} on {a.sha[:8]}: {did}{said} (log {a.trace_file})"
-            )
-        try:
-            with open(trace_file, encoding="utf-8") as handle:
-                log_tail = decide.tail(handle.read(), self.ctx.thresholds.trace_tail_lines)
-        except OSError:
-            log_tail = "(no log)"
-        lines += [f"Last lines of {trace_file}:", f"```\n{log_tail}\n```", _rearm_hint(self.key)]
-        return "\n".join(lines)
+        return notices.ci_escalation(
+            self.ctx, self.key, self.work, self.mr, self.pipeline, self._job_name, trace_file
+        )
 
     def _rearm(self, *, forget: bool) -> None:
         w = self.work
@@ -421,11 +378,3 @@ class Examination:
                 current.paused = self.work.paused
             if self.rescan and not self.work.rescan_requested:
                 current.rescan_requested = False
-
-
-def _rearm_hint(key: str) -> str:
-    return (
-        f"Automatic fixes and replies on this MR are paused until you act: "
-        f"`admin: mr resume {key}` (new failures are fixed again) or `admin: mr rescan {key}` "
-        f"(one fresh attempt now)."
-    )

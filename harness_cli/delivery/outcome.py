@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness_cli.delivery.dev_agent import Change, Work
+    from harness_cli.delivery.change import Change
     from harness_cli.delivery.push import PushOutcome
     from harness_cli.delivery.reply_gate import WireEvidence
+    from harness_cli.delivery.work import Work
     from harness_cli.services.gitlab import Discussion
 
 QUOTE_CHARS = 160

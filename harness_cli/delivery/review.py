@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from harness_cli.delivery import outcome
-from harness_cli.delivery.dev_agent import Work, change_push_and_mr, worktree_for
+from harness_cli.delivery.change import change_push_and_mr
 from harness_cli.delivery.push_rebase import wire_tip
 from harness_cli.delivery.reply_gate import WireEvidence, reply_gate
+from harness_cli.delivery.work import Work, worktree_for
 from harness_cli.services.gitlab import Discussion, Note
 from harness_cli.state import files
 

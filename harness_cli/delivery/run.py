@@ -76,7 +76,7 @@ def run_dev_agent(
 
 
 def _failed(work: Any, mode: str, exc: BaseException) -> None:
-    from harness_cli.delivery import dev_agent
+    from harness_cli.delivery import work as work_mod
     from harness_cli.ops import status_message
 
     reason = status_message.reason(exc)
@@ -89,7 +89,7 @@ def _failed(work: Any, mode: str, exc: BaseException) -> None:
             event(log, "fix_result_lost", logging.WARNING, case_id=work.case.id, error=str(lost))
     if mode == "task" and isinstance(exc, HarnessError):
         try:
-            dev_agent._move(work, "failed", f"dev-agent task failed: {reason}")
+            work_mod.move_case(work, "failed", f"dev-agent task failed: {reason}")
         except HarnessError as moving:  # the run's own failure is what the operator hears
             event(log, "case_not_moved", logging.WARNING, case_id=work.case.id, error=str(moving))
         reason += (
