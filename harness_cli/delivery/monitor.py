@@ -15,8 +15,8 @@ scaling the polling itself proved the hard part." So a cycle is incremental:
   (``with_merge_status_recheck``) and those whose status changed are examined;
 - only changed MRs cost further calls (the MR, its discussions; the failed job's log when a
   fix is dispatched), plus the few that must be re-read whatever their ``updated_at``: new or
-  adopted, ``admin: mr rescan``, work left pending or held, a dev-agent result to act on, and a
-  bounded few not examined for hours (a safety net);
+  adopted, ``admin: mr rescan``, work left pending or held, a dev-agent result to act on, a
+  pipeline still running, and a bounded few not examined for hours (a safety net);
 - a project's cursor moves only once its listing was handled completely, so a cycle cut short
   by rate limits or a crash resumes where it stopped;
 - an MR (or project) GitLab answers 404 for is dropped at once — the dead-cursor storm of
@@ -171,6 +171,8 @@ def _forced_reason(entry: MonitoredMr, paused: bool) -> str:
         return "held notes"
     if entry.fix_result is not None and entry.fix_result.id != entry.fix_result_seen:
         return "dev-agent result"
+    if entry.ci_status in decide.ACTIVE_PIPELINE:
+        return "pipeline running"  # its end is in the pipeline listing too; this is cheap
     if entry.merge_status in decide.TRANSIENT_MERGE_STATUSES:
         return "merge status"
     return ""

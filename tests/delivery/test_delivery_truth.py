@@ -121,8 +121,8 @@ def test_weakened_required_tests_never_make_a_ready_mr(desk: Desk) -> None:
     assert mr["title"].startswith("Draft: ") and result["data"]["mr"]["ready"] is False
     assert "tests/test_discount.py" in result["data"]["message"]
     assert "admin: accept-checks WEAK-1" in result["data"]["message"]
-    # the model's own proof block ("5 passed in 0.02s") is gone; the harness's says why
-    assert "5 passed in 0.02s" not in mr["description"]
+    # the model's own proof block ("7 passed … all green") is gone; the harness's says why
+    assert "all green" not in mr["description"] and "7 passed" not in mr["description"]
     assert "The harness ran the required checks itself on" in mr["description"]
     assert "not accepted without the operator's OK" in mr["description"]
     record = desk.home.parent / "workspace/case-workspaces/WEAK-1/acceptance/latest.json"
@@ -135,10 +135,9 @@ def test_weakened_required_tests_never_make_a_ready_mr(desk: Desk) -> None:
 
 
 # -- 5: what the agent commits by itself reaches origin clean, authored by the team ----------
-@pytest.mark.parametrize("case", ["ATTR-1", "BADC-1"])
-def test_commits_the_agent_made_itself_pass_the_style_sop_before_origin(
-    desk: Desk, case: str
-) -> None:
+def test_commits_the_agent_made_itself_pass_the_style_sop_before_origin(desk: Desk) -> None:
+    """(The past-tense "Fixed stuff." commit of BADC-* is in bench_delivery_truth.py.)"""
+    case = "ATTR-1"
     desk.force_ci("success", times=3)
     desk.approved_case(case)
     desk.task(case)
@@ -151,14 +150,13 @@ def test_commits_the_agent_made_itself_pass_the_style_sop_before_origin(
 
 
 # -- 2: a conflict with the target is an L1/L2/L3 incident, seen on the next cycle -----------
-def test_a_conflict_with_main_is_resolved_onto_main_or_escalated(desk: Desk) -> None:
+def test_a_conflict_with_main_is_seen_next_cycle_and_resolved_onto_main(desk: Desk) -> None:
     from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_BUG_FIX, sample_project_files
 
     path, buggy, fixed = SAMPLE_BUG_FIX
     desk.force_ci("success", times=12)
-    for case in ("CONF-1", "LOWC-1"):
-        desk.approved_case(case)
-        desk.task(case)
+    desk.approved_case("CONF-1")
+    desk.task("CONF-1")
     desk.cycle()
     original = sample_project_files()[path]
     commented = buggy.rstrip("\n") + "  # the README's rule\n"
@@ -169,17 +167,11 @@ def test_a_conflict_with_main_is_resolved_onto_main_or_escalated(desk: Desk) -> 
     resolved = original.replace(buggy, fixed.rstrip("\n") + "  # the README's rule\n")
     desk.box.anthropic.load_script("delivery_adversarial", {"resolved": resolved})
     main = git(desk.bare(), "rev-parse", "main")
-    assert {desk.mr(1)["detailed_merge_status"], desk.mr(2)["detailed_merge_status"]} == {
-        "conflict"
-    }
+    assert desk.mr(1)["detailed_merge_status"] == "conflict"
     data = desk.cycle()  # the next cycle, not the 6 h re-check
-    assert sorted(data["dispatched"]) == [
-        f"dev-agent recover {PROJECT}!1",
-        f"dev-agent recover {PROJECT}!2",
-    ]
+    assert data["dispatched"] == [f"dev-agent recover {PROJECT}!1"]
     before = len(desk.harness_posts())
-    results = {r["data"]["message"].split(":")[0]: r for r in desk.run_dispatched()}
-    conf, lowc = results["CONF-1"], results["LOWC-1"]
+    [conf] = desk.run_dispatched()
     assert conf["data"]["state"] == "recovered" and conf["data"]["layer"] == "L2"
     tip = git(desk.bare(), "rev-parse", "harness/CONF-1")
     assert git(desk.bare(), "merge-base", "--is-ancestor", main, tip) == ""  # onto main
@@ -188,14 +180,11 @@ def test_a_conflict_with_main_is_resolved_onto_main_or_escalated(desk: Desk) -> 
     assert desk.mr(1)["detailed_merge_status"] == "mergeable"
     assert "The harness ran the required checks itself on" in desk.mr(1)["description"]
     assert tip[:12] in desk.mr(1)["description"]  # the proof is for the rebased head
-    # the unsure healer: its plan says 40, nothing is touched, the operator gets the trail
-    assert lowc["data"]["state"] == "escalated" and lowc["data"]["layer"] == "L3"
-    assert desk.mr(2)["detailed_merge_status"] == "conflict"
-    texts = _texts(desk.harness_posts(before))
-    assert len(texts) == 3  # one outcome message per run, and LOWC-1's L3 DM with the trail
-    assert any("LOWC-1" in t and "plan confidence 40" in t for t in texts)
-    data = desk.cycle()
-    assert data["dispatched"] == [] and f"{PROJECT}!2" not in data["escalated"]
+    [message] = _texts(desk.harness_posts(before))  # one message: what happened, the link
+    assert "CONF-1" in message and "onto origin/main" in message and "merge_requests/1" in message
+    assert desk.cycle()["dispatched"] == []
+    # (a healer whose plan rates itself 40 touches nothing and escalates: test_push_recovery,
+    # and on conflicts with main, bench_delivery_truth.py)
 
 
 # -- 11: a run that delivers nothing hands the case back; reopen exists ---------------------
