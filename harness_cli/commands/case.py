@@ -166,13 +166,18 @@ def reopen(case_id: str = typer.Argument(..., help="The case id.")) -> None:
 
 
 @app.command("accept-checks")
-def accept_checks(case_id: str = typer.Argument(..., help="The case id.")) -> None:
+def accept_checks(
+    case_id: str = typer.Argument(..., help="The case id."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Say what would be accepted; change nothing."
+    ),
+) -> None:
     """Accept the change to the required checks in the case's newest acceptance run (the MR
     stays a draft without it); the checks run again and the MR follows their result."""
     from harness_cli.config import load_config
     from harness_cli.delivery.reopen import accept_checks as accept
 
-    changed, message = accept(load_config(), case_id)
+    changed, message = accept(load_config(), case_id, dry_run=dry_run)
     result = Result("case accept-checks", data={"case_id": case_id})
     (result.changed if changed else result.skipped).append(message)
     emit(result)

@@ -82,9 +82,12 @@ def reopen_case(cfg: Config, case_id: str, *, by: str = "operator") -> Reopened:
     )  # fmt: skip
 
 
-def accept_checks(cfg: Config, case_id: str, *, by: str = "operator") -> tuple[bool, str]:
+def accept_checks(
+    cfg: Config, case_id: str, *, by: str = "operator", dry_run: bool = False
+) -> tuple[bool, str]:
     """Record the operator's OK for the check change in the newest acceptance record, run the
-    checks again and submit the MR from that record. Returns (changed, message)."""
+    checks again and submit the MR from that record. Returns (changed, message).
+    ``dry_run``: say what would be accepted; record, run and send nothing."""
     from harness_cli.delivery import acceptance, check_guard, mr, worktrees
     from harness_cli.services import factory
 
@@ -111,6 +114,12 @@ def accept_checks(cfg: Config, case_id: str, *, by: str = "operator") -> tuple[b
         return False, (
             f"{case_id}: the checks changed again since the acceptance run; nothing accepted "
             "(the next run asks again)"
+        )
+    if dry_run:
+        return False, (
+            f"{case_id}: would accept the change to {', '.join(record.checks_changed)} "
+            f"(digest {verdict.digest[:12]}) and re-run the checks:\n"
+            + check_guard.describe(wt.path, wt.base_sha, record.checks_changed)
         )
     new = check_guard.approve(folder, verdict, by=by)
     rerun = acceptance.run_acceptance(

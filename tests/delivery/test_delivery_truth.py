@@ -127,8 +127,11 @@ def test_weakened_required_tests_never_make_a_ready_mr(desk: Desk) -> None:
     assert "not accepted without the operator's OK" in mr["description"]
     record = desk.home.parent / "workspace/case-workspaces/WEAK-1/acceptance/latest.json"
     assert '"checks_changed": [\n    "tests/test_discount.py"' in record.read_text()
-    # the bug is still there: the real CI of the unweakened suite on main would say so; the
-    # operator may still accept the change explicitly, and only that makes it ready
+    # the operator may still accept the change explicitly, and only that makes it ready
+    preview = desk.harness("case", "accept-checks", "WEAK-1", "--dry-run")
+    assert "would accept the change to tests/test_discount.py" in preview["skipped"][0]
+    assert "-    assert bulk_discount(Decimal" in preview["skipped"][0]  # what it removed
+    assert desk.mr()["title"].startswith("Draft: ")
     done = desk.harness("admin", "accept-checks WEAK-1")
     assert "accepted the change to tests/test_discount.py" in done["data"]["reply"]
     assert not desk.mr()["title"].startswith("Draft: ")
@@ -190,7 +193,7 @@ def test_a_conflict_with_main_is_seen_next_cycle_and_resolved_onto_main(desk: De
 # -- 11: a run that delivers nothing hands the case back; reopen exists ---------------------
 def test_a_task_that_changes_nothing_leaves_a_way_out(desk: Desk) -> None:
     desk.approved_case("NOTHING-1")
-    result = desk.task("NOTHING-1")
+    result = desk.task("NOTHING-1", expect=1)  # the work failed: exit 1
     assert desk.status("NOTHING-1") == "failed"  # not in_progress for ever
     assert result["data"]["state"] == "failed"
     [message] = _texts(desk.harness_posts())[-1:]
