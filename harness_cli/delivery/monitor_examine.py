@@ -245,7 +245,8 @@ class Examination:
                     ),
                     clock.now(),
                 ]
-                self.work.review_budget_noticed = False
+                if not self.rescan:  # the operator's own round does not re-arm the notice
+                    self.work.review_budget_noticed = False
             self._record(action)
             self._save()
             self.ctx.report.dispatched.append(f"dev-agent {action.kind} {self.key}")

@@ -42,8 +42,14 @@ def _texts(posts: list[dict[str, Any]]) -> list[str]:
 
 # -- 1, 8c, #16 p6: replies only on the wire's evidence, one each, one message per run --------
 def test_a_claimed_change_gets_no_reply_and_a_real_one_gets_one_reply_per_discussion(
-    desk: Desk,
+    desk: Desk, tmp_path: Path
 ) -> None:
+    import yaml
+
+    config = tmp_path / "agent-config" / "harness.yaml"
+    data = yaml.safe_load(config.read_text())
+    data["monitor"]["review_round_budget"] = 2
+    config.write_text(yaml.safe_dump(data))
     desk.force_ci("success", times=6)
     desk.approved_case("REV-1")
     task = desk.task("REV-1")
@@ -84,6 +90,14 @@ def test_a_claimed_change_gets_no_reply_and_a_real_one_gets_one_reply_per_discus
     assert replies[claim] == []  # the earlier lie stays unanswered
     [message] = desk.harness_posts(posts + 1)
     assert message["text"].count(url) == 1 and "answered" in message["text"]
+    # #21: past the review round budget (2 here) the harness stops replying, says so once
+    desk.note(1, "[scenario: honest] one more round, please")
+    desk.cycle()
+    assert desk.run_dispatched() == []  # nothing to run: no round was started
+    notices = [n for n in desk.mr()["notes"] if "review rounds" in n["body"]]
+    assert len(notices) == 1 and notices[0]["author"] == "harness-bot"
+    bot = [n for n in desk.mr()["notes"] if n["author"] == "harness-bot" and not n["system"]]
+    assert len(bot) == 3  # the two replies and the one notice
 
 
 # -- 7: a no-op CI fix is a failed attempt; three of them escalate, naming job and tries ------

@@ -329,11 +329,13 @@ def test_notes_seen_while_escalated_are_answered_after_resume(world: World) -> N
 
 
 def test_a_reviewer_who_comments_twenty_times_gets_the_budget_and_one_notice(
-    world: World,
+    world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """#21 point 3: a bot-vs-bot review loop would run for ever. Each round is dispatched
     (the dev-agent's replies are test_delivery_truth's); past the budget the notes are held,
-    the MR gets one notice and the operator one DM."""
+    the MR gets one notice and the operator one DM; a day later a round frees up."""
+    from datetime import UTC, datetime, timedelta
+
     iid = world.open_mr("harness/AAA-1", result="success")
     key = f"{PATH}!{iid}"
     world.cycle()
@@ -354,6 +356,17 @@ def test_a_reviewer_who_comments_twenty_times_gets_the_budget_and_one_notice(
     assert world.cli("admin", f"mr rescan {key}")[0] == 0
     world.cycle()
     assert len(world.dispatched("address_review")) == 5
+    world.note(iid, "nit 20: and this", author="bob")
+    world.cycle()
+    assert len(world.dispatched("address_review")) == 5  # still spent within the window
+    later = datetime.now(UTC) + timedelta(hours=25)  # the window moved on
+    monkeypatch.setenv("HARNESS_NOW", later.isoformat())
+    world.cycle()
+    [*_, fresh] = world.dispatched("address_review")
+    assert len(world.dispatched("address_review")) == 6 and fresh["trigger"]["kind"] != (
+        "admin_command"
+    )
+    assert len([t for t in world.dms() if "review round budget is spent" in t]) == 1
 
 
 def test_global_pause_holds_replies_and_the_operators_rescan_still_works(world: World) -> None:
