@@ -58,6 +58,10 @@ class Payload(BaseModel):
     created_at: datetime | None = None
     args: dict[str, Any] = Field(default_factory=dict)
     """Workflow-specific arguments, e.g. ``{"mode": "fix_ci"}`` for dev-agent."""
+    repo: str = ""
+    """The GitLab project the workflow works on (dev-agent: the MR's repository, whose
+    worktree it runs in — the harness's own repo for its improvement MRs, never the ticket's).
+    Empty: the case's project decides."""
 
 
 @dataclass

@@ -106,6 +106,13 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
 
             write_retrospective(ctx.cfg, case_id, reason="admin close-case")
         return f"{case_id} {'closed' if moved else 'was already closed'}"
+    if verb in ("reopen", "accept-checks"):
+        from harness_cli.delivery import reopen
+
+        case_id = validate_case_id(cmd.args[0])
+        if verb == "reopen":
+            return reopen.reopen_case(ctx.cfg, case_id, by=ctx.operator).message
+        return reopen.accept_checks(ctx.cfg, case_id, by=ctx.operator)[1]
     if verb == "gap-patterns":
         dispatch.spawn(["gap-patterns"], backend=ctx.backend)
         return "gap-patterns started"

@@ -26,6 +26,8 @@ admin commands (send them in your self-DM, prefixed with "admin:"):
   finalize <case>                   roll up gap reports into the improvement MR now
   register-thread <slack-url> <case>  link a Slack thread to a case
   close-case <case>                 mark a case finished
+  reopen <case>                     put a failed/stuck/closed case back for approval
+  accept-checks <case>              accept the change to the required checks (MR leaves draft)
   gap-patterns                      cluster gap reports across cases now
   help                              this message"""
 
@@ -42,7 +44,8 @@ class AdminUsage(Exception):
 class AdminCommand:
     verb: str
     """task, oncall-run, oncall-toggle, mr-rescan, mr-pause, mr-resume, oncall-pause,
-    oncall-resume, oncall-status, finalize, register-thread, close-case, gap-patterns, help."""
+    oncall-resume, oncall-status, finalize, register-thread, close-case, reopen, accept-checks,
+    gap-patterns, help."""
     args: tuple[str, ...] = ()
     flags: frozenset[str] = field(default_factory=frozenset)
     duration: timedelta | None = None
@@ -81,6 +84,8 @@ _ARITY: dict[str, tuple[int, str]] = {
     "finalize": (1, "finalize <case>"),
     "register-thread": (2, "register-thread <slack-url> <case>"),
     "close-case": (1, "close-case <case>"),
+    "reopen": (1, "reopen <case>"),
+    "accept-checks": (1, "accept-checks <case>"),
     "gap-patterns": (0, "gap-patterns"),
     "help": (0, "help"),
 }

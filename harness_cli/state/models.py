@@ -60,6 +60,29 @@ class FixAttempt(_State):
     job_id: int = 0
     trace_file: str = ""
     at: datetime | None = None
+    job: str = ""
+    """The failed job's name."""
+    outcome: str = ""
+    """What the dev-agent run did (``FixResult.outcome``), once it reported back."""
+    summary: str = ""
+    """What the agent concluded, in its own words."""
+
+
+class FixResult(_State):
+    """What the last ``dev-agent --mode fix_ci`` run on an MR did, written by the dev-agent
+    (mr-monitor only reads it): a run that changed nothing is a failed attempt, not silence."""
+
+    id: str
+    """Unique per run (its stamp): mr-monitor acts on each result once."""
+    pipeline_id: int = 0
+    """The red pipeline the run was for (0: a push recovery for a merge status)."""
+    outcome: Literal["pushed", "no_change", "push_failed", "recovered", "not_recovered", "failed"]
+    """``failed``: the run itself failed (its reason went to the operator)."""
+    summary: str = ""
+    """What the agent concluded, in its own words (for the escalation DM)."""
+    sha: str = ""
+    """What reached origin (empty: nothing did)."""
+    at: datetime | None = None
 
 
 class MonitoredMr(_State):
@@ -115,6 +138,23 @@ class MonitoredMr(_State):
     """Cycles in a row in which GitLab answered 404 for the MR or its project; at
     ``monitor.drop_after_not_found_cycles`` it is dropped (one 404 may be a blip: a proxy, a
     permission being fixed). Any good answer resets it."""
+    adopted: bool = False
+    """Watched with ``mr-monitor --watch``, not opened by the harness: its title and
+    description are the team's and are never replaced."""
+    target_branch: str = ""
+    """The MR's target branch at the last examination (a push to it can make it conflict)."""
+    held: bool = False
+    """Reviewer notes arrived while the MR was paused, escalated or over its review budget:
+    none was marked handled, and the MR is read in full again once it may answer."""
+    review_rounds: list[datetime] = Field(default_factory=list)
+    """When each address_review round was dispatched, within the review budget's window."""
+    review_budget_noticed: bool = False
+    """The "budget spent" notice went out (once on the MR, once to the operator) for the
+    current exhaustion."""
+    fix_result: FixResult | None = None
+    """Written by the dev-agent's fix_ci run; mr-monitor reads it next cycle."""
+    fix_result_seen: str = ""
+    """The ``fix_result.id`` mr-monitor already acted on."""
 
 
 class MonitoredMrs(_State):
@@ -127,6 +167,13 @@ class MonitoredMrs(_State):
     cycle cut short by rate limits or a crash resumes where it stopped."""
     bot_username: str = ""
     """The harness's GitLab account (asked once): its notes are replies, never triggers."""
+    target_heads: dict[str, str] = Field(default_factory=dict)
+    """``<project> <branch>`` → the target branch's head at the last cycle. A push there does
+    not touch the MRs' ``updated_at`` but can make them conflict: when it moves, the open MRs
+    targeting it are listed once with their merge status."""
+    pipeline_cursors: dict[str, str] = Field(default_factory=dict)
+    """GitLab project path → the ``updated_after`` of its next pipeline listing: a re-run or a
+    finished pipeline does not touch the MR either."""
 
     @staticmethod
     def key(project: str, iid: int) -> str:

@@ -275,3 +275,14 @@ def close_threads(case: Case) -> int:
                 entry.closed = True
                 count += 1
     return count
+
+
+def reopen_threads(case: Case) -> int:
+    """Undo :func:`close_threads` (``case reopen``): the case's threads are polled again."""
+    count = 0
+    with files.thread_map(case.kind).update() as tmap:
+        for entry in tmap.for_case(case.id):
+            if entry.closed:
+                entry.closed = False
+                count += 1
+    return count
