@@ -76,7 +76,8 @@ WORKFLOWS = frozenset({"investigate", "review", "followup", "dev-agent", "consol
 
 
 # The subcommands that write outward take --dry-run here, at the edge, all the same way
-# (harness_cli.dryrun); kb-update, gap-patterns and case migrate have their own.
+# (harness_cli.dryrun); kb-update, gap-patterns, case migrate and case accept-checks have
+# their own (OWN_DRY_RUN).
 DRY_RUN = frozenset(
     {
         "poll-slack",
@@ -185,9 +186,15 @@ def _run(args: list[str], argv: list[str]) -> int:
         return crash.report(exc, argv=argv, verbose=OPTIONS.verbose)
 
 
+OWN_DRY_RUN = {"case": frozenset({"migrate", "accept-checks"})}
+"""Subcommands whose own --dry-run says more than the generic one (what would move, the diff of
+the checks that would be accepted)."""
+
+
 def _generic_dry_run(name: str, args: list[str]) -> bool:
     head = args[: args.index("--")] if "--" in args else args
-    return name in DRY_RUN and "--dry-run" in head and not (name == "case" and "migrate" in head)
+    own = OWN_DRY_RUN.get(name, frozenset())
+    return name in DRY_RUN and "--dry-run" in head and not own.intersection(head)
 
 
 def _run_command(name: str, args: list[str]) -> int:

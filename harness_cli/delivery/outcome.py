@@ -30,17 +30,21 @@ def quote(text: str, limit: int = QUOTE_CHARS) -> str:
 
 
 def _changed(change: Change) -> str:
-    left = ""
-    if change.left_out:
-        left = (
-            "; Not committed (outside the task's paths, or named like a secret): "
-            + ", ".join(change.left_out[:20])
-            + " — commit them by hand if they belong in the change"
-        )
     if not change.commits:
-        return "no commit" + left
+        return "no commit"
     shown = "; ".join(change.commits[:3]) + (" …" if len(change.commits) > 3 else "")
-    return f"changed: {shown}{left}"
+    return f"changed: {shown}"
+
+
+def _left_out(change: Change) -> str:
+    """#21 p2: files the agent left that were not committed, for the operator's OK."""
+    if not change.left_out:
+        return ""
+    return (
+        " Not committed (outside the task's paths, or named like a secret): "
+        + ", ".join(change.left_out[:20])
+        + " — commit them by hand if they belong in the change."
+    )
 
 
 def _mr_state(change: Change, case: str) -> str:
@@ -69,6 +73,7 @@ def _url(work: Work, change: Change | None = None) -> str:
 
 
 def _result(change: Change, message: str, **extra: Any) -> dict[str, Any]:
+    message += _left_out(change)
     data: dict[str, Any] = {
         "mode": change.mode,
         "changed": change.changed,

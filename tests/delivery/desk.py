@@ -130,8 +130,8 @@ class Desk:
         return Path(self.box.gitlab.snapshot()["projects"][0]["bare_repo"])
 
     def harness_posts(self, since: int = 0) -> list[dict[str, Any]]:
-        """What the harness posted to the self-DM (its posts end with the signature)."""
+        """What the harness posted to the self-DM (its posts carry the harness's metadata)."""
         from harness_cli.ops.outbound import is_own_post
 
-        posts = [m for m in self.box.slack.messages(SELF_DM) if is_own_post(m)]
+        posts = [m for m in self.box.slack.messages(SELF_DM, metadata=True) if is_own_post(m)]
         return posts[since:]
