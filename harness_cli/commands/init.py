@@ -79,6 +79,10 @@ def init(
             sub.mkdir(parents=True)
             result.changed.append(f"created {sub}")
 
+    from harness_cli.intake.bootstrap import mark_installed
+
+    mark_installed()  # older self-DM admin commands are history for this home, never re-run
+
     workspace = paths.workspace()
     if (workspace / ".git").exists():
         result.skipped.append(f"workspace repo {workspace} exists")

@@ -18,7 +18,6 @@ from harness_cli.investigation.report import CompletionReport
 from harness_cli.investigation.rules import exit_line, split_actions, trajectory
 from harness_cli.logs import event
 from harness_cli.ops.outbound import Outbound
-from harness_cli.state import files
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import ConfidencePoint
@@ -125,10 +124,7 @@ def _post(
     report: CompletionReport | None,
     out: Outbound,
 ) -> str | None:
-    thread = next(
-        (t for t in files.oncall_thread_map().read().for_case(case_id) if t.role == "case_thread"),
-        None,
-    )
+    thread = registry.case_thread(case_id)  # either map: an `admin: task` case's is a task one
     dm = cfg.harness.operator.self_dm_channel
     if reason == "complete" and report is not None and report.draft_response:
         body = (
