@@ -6,7 +6,9 @@ keep arriving; then one clean cycle. Counts what the invariant forbids:
 - duplicated: a case with two dispatches or two case threads;
 - uncommitted: a case whose case.json is not in the workspace's HEAD (or not pushed).
 
-Goal 0/0/0. ``python bench/bench_crash.py [KILLS] [TICKETS] [SEED]`` (defaults 220, 60, 13).
+Goal 0/0/0. ``python bench/bench_crash.py [KILLS] [TICKETS] [SEEDS]``: KILLS landed SIGKILLs
+and TICKETS tickets in all, spread over SEEDS campaigns with seeds 13, 14, … (defaults 220, 60,
+4), each on a fresh home.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ def count(root: Path, emu: SlackEmulator, tickets: list[dict[str, Any]]) -> dict
     return {"lost": lost, "duplicated": duplicated, "uncommitted": uncommitted}
 
 
-def campaign(kills: int, tickets_wanted: int, seed: int) -> None:
+def campaign(kills: int, tickets_wanted: int, seed: int) -> dict[str, int]:
     rng = random.Random(seed)
     points = list(POINTS)
     with tempfile.TemporaryDirectory() as tmp, SlackEmulator() as emu:
@@ -106,7 +108,7 @@ def campaign(kills: int, tickets_wanted: int, seed: int) -> None:
         env = setup(root, emu)
         emu.add_fault(Fault(kind="delay", seconds=0.01, times=-1))  # a slow Slack
         tickets: list[dict[str, Any]] = []
-        named = instants = reached = i = 0
+        named = instants = reached = at_points = i = 0
         started = time.perf_counter()
         while reached < kills and i < 4 * kills:
             left = max(kills - reached, 1)
@@ -124,6 +126,7 @@ def campaign(kills: int, tickets_wanted: int, seed: int) -> None:
                     proc.kill()
                     proc.wait()
                 reached += proc.returncode == -signal.SIGKILL
+                at_points += proc.returncode == -signal.SIGKILL
             else:
                 proc = spawn(env, {})
                 time.sleep(rng.uniform(0.3, 1.2))
@@ -140,16 +143,25 @@ def campaign(kills: int, tickets_wanted: int, seed: int) -> None:
         clean = time.perf_counter() - clean
         found = count(root, emu, tickets)
     print(
-        f"crash campaign (seed {seed}): {reached} SIGKILLs landed mid-run in {took:.0f} s "
-        f"({named} runs armed at a named write step, {instants} killed at a random instant) "
-        f"over {len(tickets)} tickets, slow Slack (10 ms a call)"
+        f"   seed {seed}: {reached} SIGKILLs landed mid-run in {took:.0f} s ({at_points} at a "
+        f"named write step out of {named} armed runs, {reached - at_points} at a random instant) "
+        "over "
+        f"{len(tickets)} tickets; after one clean cycle ({clean:.2f} s): lost {found['lost']}, "
+        f"duplicated {found['duplicated']}, uncommitted {found['uncommitted']}"
     )
-    print(
-        f"   after one clean cycle ({clean:.2f} s): lost {found['lost']}, duplicated "
-        f"{found['duplicated']}, uncommitted {found['uncommitted']} — goal 0/0/0"
-    )
+    return {"kills": reached, "tickets": len(tickets), **found}
 
 
 if __name__ == "__main__":
     args = [int(a) for a in sys.argv[1:]]
-    campaign(*(args + [220, 60, 13][len(args) :]))
+    kills, tickets, seeds = args + [220, 60, 4][len(args) :]
+    print(f"crash campaign: poll-slack SIGKILLed, a slow Slack (10 ms a call), {seeds} seeds")
+    total: dict[str, int] = {}
+    for n in range(seeds):
+        for key, value in campaign(-(-kills // seeds), -(-tickets // seeds), 13 + n).items():
+            total[key] = total.get(key, 0) + value
+    print(
+        f"   total: {total['kills']} kills over {total['tickets']} tickets — lost "
+        f"{total['lost']}, duplicated {total['duplicated']}, uncommitted {total['uncommitted']}"
+        " (goal 0/0/0)"
+    )

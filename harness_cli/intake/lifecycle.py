@@ -53,7 +53,8 @@ class Lifecycle:
         self.ctx = ctx
         self.label = label
         self.t = ctx.cfg.harness.thresholds
-        self.done = dedup.read().done  # one read: a no-op cycle never writes the ledger
+        self.snapshot = dedup.read()  # one read: a no-op cycle never writes the ledger
+        self.done = self.snapshot.done
         self.mine: set[str] = set()
         self.finished: list[str] = []
         self.unfinished: list[str] = []
@@ -78,7 +79,7 @@ class Lifecycle:
 
     def recover(self) -> None:
         """Finish what a killed, hung or failed run left in flight, oldest first."""
-        held = dedup.take_over(lease_seconds=self.t.intake_lease_seconds)
+        held = dedup.take_over(lease_seconds=self.t.intake_lease_seconds, snapshot=self.snapshot)
         if held:
             crash_point("intake.claimed")
             self.ctx.tally.recovered += [key for key, _ in held]

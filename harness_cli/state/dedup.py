@@ -126,11 +126,13 @@ def record(items: Iterable[Incoming], *, lease_seconds: float) -> list[tuple[str
     return held
 
 
-def take_over(*, lease_seconds: float) -> list[tuple[str, InFlight]]:
+def take_over(
+    *, lease_seconds: float, snapshot: DedupSet | None = None
+) -> list[tuple[str, InFlight]]:
     """Lease every in-flight entry nobody alive holds (a killed or failed run's), oldest first.
-    Writes only when there is one."""
+    Writes only when there is one (``snapshot``: a read of the file made just before)."""
     now = time.time()
-    state = read()
+    state = snapshot or read()
     if not any(_free(e, lease_seconds, now) for e in state.inflight.values()):
         return []
     held: list[tuple[str, InFlight]] = []
@@ -194,7 +196,7 @@ def finish(
     max_entries: int,
 ) -> None:
     """``keys`` are done: move them from in flight to done, and prune (one write)."""
-    now = clock.epoch()
+    now = int(clock.epoch())
     with socket_dedup().update() as state:
         for key in keys:
             state.inflight.pop(key, None)
@@ -205,7 +207,7 @@ def finish(
 def claim(keys: Iterable[str], *, ttl_hours: float, max_entries: int) -> list[str]:
     """Mark ``keys`` done at once; return those nobody had seen (in the order given). For keys
     whose only effect is their own existence, e.g. the harness's own posts."""
-    now = clock.epoch()
+    now = int(clock.epoch())
     fresh: list[str] = []
     with socket_dedup().update() as state:
         for key in keys:

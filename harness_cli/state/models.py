@@ -246,12 +246,13 @@ class InFlight(_State):
 class DedupSet(_State):
     """``socket-dedup``: the per-message ledger shared by ``listen`` and ``poll-slack``.
 
-    ``done`` holds the keys whose every effect exists (value: the harness-clock epoch they were
-    done), ``inflight`` the ones seen and not yet done, ``parked`` the ones given up on after
-    too many failures (the operator was told)."""
+    ``done`` holds the keys whose every effect exists (value: the harness-clock epoch second
+    they were done — an int: the file is read every minute and ints parse fast), ``inflight``
+    the ones seen and not yet done, ``parked`` the ones given up on after too many failures
+    (the operator was told)."""
 
     schema_version: int = 2
-    done: dict[str, float] = Field(default_factory=dict)
+    done: dict[str, int] = Field(default_factory=dict)
     inflight: dict[str, InFlight] = Field(default_factory=dict)
     parked: dict[str, InFlight] = Field(default_factory=dict)
 
@@ -260,6 +261,7 @@ class DedupSet(_State):
     def _from_v1(cls, data: Any) -> Any:
         """Version 1 kept ``seen`` (key → expiry): those keys are done."""
         if isinstance(data, dict) and "seen" in data and "done" not in data:
-            data = {**data, "done": data["seen"], "schema_version": 2}
+            seen = data["seen"] if isinstance(data["seen"], dict) else {}
+            data = {**data, "done": {k: int(v) for k, v in seen.items()}, "schema_version": 2}
             data.pop("seen")
         return data

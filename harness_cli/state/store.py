@@ -81,10 +81,14 @@ def atomic_write_json(path: Path, data: object) -> None:
 class JsonFile(Generic[M]):
     """One state file backed by one pydantic model (with a ``schema_version`` field)."""
 
-    def __init__(self, path: Path, model: type[M], *, lock_timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: Path, model: type[M], *, lock_timeout: float = 30.0, compact: bool = False
+    ) -> None:
         self.path = path
         self.model = model
         self.lock_timeout = lock_timeout
+        self.compact = compact
+        """No indentation: for a large file read every minute (socket-dedup)."""
 
     def read(self) -> M:
         """A consistent snapshot without the lock (writes are atomic renames)."""
@@ -100,7 +104,8 @@ class JsonFile(Generic[M]):
             self.write(state)
 
     def write(self, state: M) -> None:
-        atomic_write_text(self.path, state.model_dump_json(indent=2) + "\n")
+        indent = None if self.compact else 2
+        atomic_write_text(self.path, state.model_dump_json(indent=indent) + "\n")
 
     def _load(self) -> M:
         try:

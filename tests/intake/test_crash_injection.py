@@ -38,17 +38,19 @@ def _pushed(bare: Path, tickets: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+@pytest.mark.parametrize("seed", [1313, 2027])
 def test_sigkill_at_random_instants_with_a_slow_slack_loses_and_doubles_nothing(
     cli,
     slack_emu,
     remote: Path,
-    tmp_path: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    seed: int,  # type: ignore[no-untyped-def]
 ) -> None:
-    rng = random.Random(1313)
+    rng = random.Random(seed)
     slack_emu.add_fault(Fault(kind="delay", seconds=0.02, times=-1))
     tickets: list[dict[str, Any]] = []
     kills = 0
-    for _ in range(10):
+    for _ in range(6):
         for _ in range(rng.randint(1, 2)):
             n = len(tickets)
             tickets.append(slack_emu.post_as("C0SUPPORT", "U0CUSTOMER", f"ticket number {n}"))
@@ -56,7 +58,7 @@ def test_sigkill_at_random_instants_with_a_slow_slack_loses_and_doubles_nothing(
         time.sleep(rng.uniform(0.35, 1.4))
         proc.send_signal(signal.SIGKILL)
         kills += proc.wait() == -signal.SIGKILL
-    assert kills >= 5, "the kills must land while poll-slack runs"
+    assert kills >= 3, "the kills must land while poll-slack runs"
     slack_emu.control("clear_faults", {})
     poll(cli)  # one clean cycle repairs everything
     assert_exactly_once(tmp_path, slack_emu, tickets)
