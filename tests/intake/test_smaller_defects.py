@@ -98,6 +98,11 @@ def test_oncall_toggle_leaves_a_projects_own_auto_monitor_alone(
     assert data["new_cases"] == ["AAA-103"] and payloads(tmp_path, "investigate") == []
     _, out, _ = cli("status", "--json")
     assert json.loads(out)["data"]["auto_monitor"] == {"team-a": False, "team-b": True}
+    # the operator can still flip that one project, by name
+    _, out, _ = cli("admin", "oncall-toggle team-a", "--json")
+    assert "team-a is now on" in json.loads(out)["data"]["reply"]
+    slack_emu.post_as("C0SUPPORT", "U0CUSTOMER", "AAA-104 now it is watched")
+    assert poll(cli)["dispatched"] == ["investigate AAA-104"]
 
 
 def test_the_crontab_keeps_poll_slack_as_the_safety_net_of_listen() -> None:
