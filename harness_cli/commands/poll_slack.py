@@ -47,7 +47,7 @@ def tally_result(action: str, tally: object) -> Result:
     result.changed += [f"dispatched {d}" for d in tally.dispatched]
     result.changed += [f"admin: {a}" for a in tally.admin]
     result.changed += [f"replayed held work: {r}" for r in tally.replayed]
-    result.changed += [f"finished what a killed run left: {r}" for r in tally.recovered]
+    result.changed += [f"finished what an earlier run left: {r}" for r in tally.recovered]
     result.skipped += [f"held back while paused: {h}" for h in tally.held_back]
     result.skipped += [f"evicted dead thread {e}" for e in tally.evicted]
     result.skipped += [f"already held as a case: {c}" for c in tally.recognised]

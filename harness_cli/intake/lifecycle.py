@@ -69,9 +69,18 @@ class Lifecycle:
             for m in found
             if "ts" in m
         ]
-        offered = [o for o in offered if o.key not in self.done and o.key not in self.mine]
+        lease = self.t.intake_lease_seconds
+        inflight, parked = self.snapshot.inflight, self.snapshot.parked
+        offered = [
+            o
+            for o in offered
+            if o.key not in self.done
+            and o.key not in self.mine
+            and o.key not in parked
+            and (o.key not in inflight or dedup.may_take(inflight[o.key], lease))
+        ]
         if not offered:
-            return []
+            return []  # nothing new: the ledger is not even opened for writing
         held = dedup.record(offered, lease_seconds=self.t.intake_lease_seconds)
         if held:
             crash_point("intake.claimed")

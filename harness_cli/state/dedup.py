@@ -83,6 +83,11 @@ def _alive(owner: str) -> bool:
     return not started or _start_time(pid) == started
 
 
+def may_take(entry: InFlight, lease_seconds: float) -> bool:
+    """Could this run take the entry now (nobody alive holds it, or its lease ran out)?"""
+    return _free(entry, lease_seconds, time.time())
+
+
 def _free(entry: InFlight, lease_seconds: float, now: float) -> bool:
     """May another run take this entry over?"""
     if not entry.owner:
