@@ -193,6 +193,7 @@ def harness(env: dict[str, str], *args: str) -> dict[str, object]:
 def calls_per_cycle() -> None:
     with tempfile.TemporaryDirectory() as tmp, SlackEmulator() as emu:
         env = setup(Path(tmp), ["C0SUPPORT"], emu)
+        setting(env, "poll_thread_budget: 50", "poll_thread_budget: 0")  # dead ones, not rotation
         tickets = [emu.post_as("C0SUPPORT", "U0CUSTOMER", f"ticket {i}") for i in range(200)]
         harness(env, "poll-slack")  # opens 200 cases and their threads
         for msg in tickets[:95]:

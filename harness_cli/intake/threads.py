@@ -80,6 +80,7 @@ def poll_threads(ctx: Intake) -> None:
     first = next((i for i, e in enumerate(entries) if _key(e) >= resume_at), 0)
     order = entries[first:] + entries[:first]
     changes: dict[str, dict[str, Any]] = {}
+    gone: list[ThreadEntry] = []
     next_key = _key(order[0])
     try:
         for index, entry in enumerate(order):
@@ -87,14 +88,21 @@ def poll_threads(ctx: Intake) -> None:
                 next_key = _key(entry)
                 break
             next_key = _key(entry)  # a 429 here: this one is first next time
-            poll_thread(ctx, entry, changes)
+            poll_thread(ctx, entry, changes, gone)
             ctx.tally.threads_polled += 1
             next_key = _key(order[(index + 1) % len(order)])
     finally:
         _save(changes, next_key)
+        _tell(ctx, gone)
 
 
-def poll_thread(ctx: Intake, entry: ThreadEntry, changes: dict[str, dict[str, Any]]) -> None:
+def poll_thread(
+    ctx: Intake,
+    entry: ThreadEntry,
+    changes: dict[str, dict[str, Any]],
+    gone: list[ThreadEntry] | None = None,
+) -> None:
+    """Read one thread's new replies into the lifecycle; ``gone`` collects evicted threads."""
     lifecycle = ctx.lifecycle
     assert lifecycle is not None
     key = _key(entry)
@@ -103,7 +111,8 @@ def poll_thread(ctx: Intake, entry: ThreadEntry, changes: dict[str, dict[str, An
             lambda: ctx.slack.replies(entry.channel, entry.thread_ts, oldest=read_start(ctx, entry))
         )
     except ThreadGone:
-        _gone(ctx, entry, changes)
+        if _gone(ctx, entry, changes):
+            (gone if gone is not None else []).append(entry)
         return
     except BudgetExhausted:
         raise
@@ -120,7 +129,8 @@ def poll_thread(ctx: Intake, entry: ThreadEntry, changes: dict[str, dict[str, An
             changes.setdefault(key, {})["last_seen_ts"] = newest
 
 
-def _gone(ctx: Intake, entry: ThreadEntry, changes: dict[str, dict[str, Any]]) -> None:
+def _gone(ctx: Intake, entry: ThreadEntry, changes: dict[str, dict[str, Any]]) -> bool:
+    """thread_not_found: count it, or evict (True) once the thread is really gone."""
     t = ctx.cfg.harness.thresholds
     answers = entry.gone_answers + 1
     young = time.time() - _ts(entry.thread_ts) < t.read_lag_window_seconds
@@ -138,8 +148,9 @@ def _gone(ctx: Intake, entry: ThreadEntry, changes: dict[str, dict[str, Any]]) -
         changes.setdefault(_key(entry), {})["gone_answers"] = answers
         event(log, "thread_not_found_unconfirmed", thread=_key(entry), answers=answers,
               young=young)  # fmt: skip
-        return
+        return False
     evict(ctx, entry, answers=answers, parent_shows=parent_shows)
+    return True
 
 
 def evict(ctx: Intake, entry: ThreadEntry, *, answers: int, parent_shows: bool) -> None:
@@ -149,31 +160,54 @@ def evict(ctx: Intake, entry: ThreadEntry, *, answers: int, parent_shows: bool) 
     ctx.tally.evicted.append(key)
     event(log, "thread_evicted", case_id=entry.case_id, channel=entry.channel,
           thread_ts=entry.thread_ts, answers=answers, parent_shows=parent_shows)  # fmt: skip
-    if entry.role != "admin":
-        _tell(ctx, entry)
 
 
-def _tell(ctx: Intake, entry: ThreadEntry) -> None:
+TELL_EACH = 3
+"""Up to this many evictions in one cycle are said in each case's thread; more (a dead-thread
+storm) in one DM listing them, rather than a burst of posts."""
+
+
+def _tell(ctx: Intake, gone: list[ThreadEntry]) -> None:
     """An open case losing a thread is the operator's business: say it in the case thread (or,
     when the case thread itself is gone, in the self-DM)."""
     from harness_cli.ops.notify import dm
+
+    open_ = [e for e in gone if e.role != "admin" and _case_open(e.case_id)]
+    if not open_:
+        return
+    fix = "If one still matters, link it again with `admin: register-thread <its link> <case>`."
+    notes: list[tuple[str | None, str]] = []
+    if len(open_) <= TELL_EACH:
+        for entry in open_:
+            where = "the case thread" if entry.role == "case_thread" else "the ticket thread"
+            text = (
+                f"*{entry.case_id}*: {where} ({entry.channel}/{entry.thread_ts}) is no longer "
+                f"readable (Slack: thread_not_found — deleted?), so I stopped polling it. {fix}"
+            )
+            notes.append((entry.case_id, text))
+    else:
+        lines = [
+            f"{len(open_)} threads of open cases are no longer readable (Slack: "
+            "thread_not_found — deleted?), so I stopped polling them:"
+        ]
+        lines += [f"• *{e.case_id}*: {e.channel}/{e.thread_ts}" for e in open_[:20]]
+        if len(open_) > 20:
+            lines.append(f"• … and {len(open_) - 20} more (see `harness case show <case>`)")
+        notes.append((None, "\n".join([*lines, fix])))
+    for case_id, text in notes:
+        try:
+            dm(ctx.out, ctx.cfg, "thread_evicted", text, case_id=case_id)
+        except HarnessError as exc:
+            event(log, "eviction_dm_failed", logging.ERROR, case_id=case_id, error=exc.line())
+
+
+def _case_open(case_id: str) -> bool:
     from harness_cli.workspace import registry
 
     try:
-        if registry.load_case(entry.case_id).status == "closed":
-            return
+        return registry.load_case(case_id).status != "closed"
     except HarnessError:
-        return
-    where = "the case thread" if entry.role == "case_thread" else "the ticket thread"
-    text = (
-        f"*{entry.case_id}*: {where} ({entry.channel}/{entry.thread_ts}) is no longer readable "
-        "(Slack: thread_not_found — deleted?), so I stopped polling it. If it still matters, "
-        f"link it again with `admin: register-thread <its link> {entry.case_id}`."
-    )
-    try:
-        dm(ctx.out, ctx.cfg, "thread_evicted", text, case_id=entry.case_id)
-    except HarnessError as exc:
-        event(log, "eviction_dm_failed", logging.ERROR, case_id=entry.case_id, error=exc.line())
+        return False
 
 
 def _save(changes: dict[str, dict[str, Any]], next_key: str) -> None:

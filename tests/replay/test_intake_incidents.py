@@ -58,6 +58,9 @@ def test_dead_thread_storm_evicted_threads_cost_zero_calls_in_later_cycles(
     for _ in range(3):
         evicted += _poll(cli)["evicted"]
     assert len(evicted) == 12
+    # twelve open cases lost their ticket thread: the operator hears it once, not twelve times
+    [told] = [m["text"] for m in slack_emu.messages("D0SELF") if "no longer readable" in m["text"]]
+    assert "12 threads of open cases" in told
     before = slack_emu.calls("conversations.replies", "C0SUPPORT")
     for _ in range(5):
         assert _poll(cli)["evicted"] == []
