@@ -7,8 +7,8 @@ keep arriving; then one clean cycle. Counts what the invariant forbids:
 - uncommitted: a case whose case.json is not in the workspace's HEAD (or not pushed).
 
 Goal 0/0/0. ``python bench/bench_crash.py [KILLS] [TICKETS] [SEEDS]``: KILLS landed SIGKILLs
-and TICKETS tickets in all, spread over SEEDS campaigns with seeds 13, 14, … (defaults 220, 60,
-4), each on a fresh home.
+and at least TICKETS tickets in all, spread over SEEDS campaigns with seeds 13, 14, … (defaults
+220, 60, 4), each on a fresh home.
 """
 
 from __future__ import annotations
@@ -101,6 +101,9 @@ def count(root: Path, emu: SlackEmulator, tickets: list[dict[str, Any]]) -> dict
 
 
 def campaign(kills: int, tickets_wanted: int, seed: int) -> dict[str, int]:
+    """Until ``kills`` SIGKILLs have landed: in turn, a run armed at the next named write step
+    (with one or two new tickets, so that it has work that reaches the step), and a run killed
+    at a random instant (a new ticket half the time). At least ``tickets_wanted`` tickets."""
     rng = random.Random(seed)
     points = list(POINTS)
     with tempfile.TemporaryDirectory() as tmp, SlackEmulator() as emu:
@@ -108,34 +111,36 @@ def campaign(kills: int, tickets_wanted: int, seed: int) -> dict[str, int]:
         env = setup(root, emu)
         emu.add_fault(Fault(kind="delay", seconds=0.01, times=-1))  # a slow Slack
         tickets: list[dict[str, Any]] = []
+
+        def post(count: int) -> None:
+            for _ in range(count):
+                n = len(tickets)
+                tickets.append(emu.post_as("C0SUPPORT", "U0CUSTOMER", f"ticket number {n}"))
+
         named = instants = reached = at_points = i = 0
         started = time.perf_counter()
         while reached < kills and i < 4 * kills:
-            left = max(kills - reached, 1)
-            odds = (tickets_wanted - len(tickets)) / left * 1.5
-            if len(tickets) < tickets_wanted and rng.random() < odds:
-                tickets.append(emu.post_as("C0SUPPORT", "U0CUSTOMER", f"ticket {len(tickets)}"))
             i += 1
             if i % 2 == 0:
-                point = points[(i // 2) % len(points)]
-                proc = spawn(env, {ENV: f"{point}:{rng.randint(1, 2)}"})
+                nth = rng.randint(1, 2)
+                post(nth)
+                proc = spawn(env, {ENV: f"{points[(i // 2) % len(points)]}:{nth}"})
                 named += 1
                 try:
                     proc.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-                reached += proc.returncode == -signal.SIGKILL
                 at_points += proc.returncode == -signal.SIGKILL
             else:
+                post(rng.random() < 0.5)
                 proc = spawn(env, {})
                 time.sleep(rng.uniform(0.3, 1.2))
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
                 instants += 1
-                reached += proc.returncode == -signal.SIGKILL
-        while len(tickets) < tickets_wanted:  # the campaign posted too few: the rest now
-            tickets.append(emu.post_as("C0SUPPORT", "U0CUSTOMER", f"ticket {len(tickets)}"))
+            reached += proc.returncode == -signal.SIGKILL
+        post(max(tickets_wanted - len(tickets), 0))
         took = time.perf_counter() - started
         emu.control("clear_faults", {})
         clean = time.perf_counter()
