@@ -64,3 +64,24 @@ def test_a_deleted_ticket_thread_of_an_open_case_is_evicted_and_the_operator_tol
     for _ in range(3):
         poll(cli)
     assert slack_emu.calls("conversations.replies", "C0SUPPORT") == before
+
+
+def test_a_deleted_case_thread_is_evicted_and_said_in_the_self_dm(
+    cli,
+    slack_emu,
+    harness_ready: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    slack_emu.post_as("C0SUPPORT", "U0CUSTOMER", "AAA-84 refunds double")
+    poll(cli)
+    [thread] = case_threads(slack_emu, "AAA-84")
+    slack_emu.delete_message("D0SELF", thread["ts"])  # the operator tidied the self-DM
+    evicted: list[str] = []
+    for _ in range(4):
+        evicted += poll(cli)["evicted"]
+    assert evicted == [f"D0SELF/{thread['ts']}"]
+    said = [
+        m["text"]
+        for m in slack_emu.messages("D0SELF")
+        if not m.get("thread_ts") and "no longer readable" in m["text"]
+    ]
+    assert len(said) == 1 and "AAA-84" in said[0] and "case thread" in said[0]
