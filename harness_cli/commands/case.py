@@ -151,12 +151,19 @@ def close(
 ) -> None:
     """Mark a case finished: its threads stop being polled."""
     from harness_cli.config import load_config
-    from harness_cli.workspace.registry import close_threads, update_case
+    from harness_cli.state import files
+    from harness_cli.workspace.registry import update_case
 
     cfg = load_config()
+    # Closing stops its threads' polling (registry.update_case, for every close path).
     with update_case(case_id, cfg.harness.thresholds, "closed") as case:
         moved = case.move("closed", by="operator", note=reason)
-    closed_threads = close_threads(case)
+    closed_threads = sum(
+        1
+        for handle in (files.oncall_thread_map(), files.task_thread_map())
+        for entry in handle.read().for_case(case_id)
+        if entry.closed
+    )
     if moved:
         from harness_cli.improvement.retrospective import write_retrospective
 

@@ -73,6 +73,10 @@ def init(
     result.changed += env.changed
     result.skipped += env.skipped
 
+    from harness_cli.intake.bootstrap import mark_installed
+
+    mark_installed()  # older self-DM admin commands are history for this home, never re-run
+
     workspace = paths.workspace()
     if (workspace / ".git").exists():
         result.skipped.append(f"workspace repo {workspace} exists")

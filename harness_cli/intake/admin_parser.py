@@ -19,7 +19,7 @@ USAGE = """\
 admin commands (send them in your self-DM, prefixed with "admin:"):
   task <jira> [--auto]              analyze, implement and open the MR for a Jira ticket
   oncall-run <slack-url>            investigate the ticket in that Slack thread
-  oncall-toggle                     turn auto-monitoring of new tickets on/off
+  oncall-toggle [project]           turn auto-monitoring of new tickets on/off
   mr rescan|pause|resume <mr>       poll one MR again / mute or unmute its auto-replies
   oncall pause [duration]           mute automatic dispatch (e.g. 30m, 2h, 1d); none = until resume
   oncall resume | oncall status     end the pause / report what is paused and held back
@@ -77,10 +77,10 @@ def parse_duration(text: str) -> timedelta:
     return span
 
 
-_ARITY: dict[str, tuple[int, str]] = {
+_ARITY: dict[str, tuple[int, str]] = {  # -1: zero or one argument
     "task": (1, "task <jira> [--auto]"),
     "oncall-run": (1, "oncall-run <slack-url>"),
-    "oncall-toggle": (0, "oncall-toggle"),
+    "oncall-toggle": (-1, "oncall-toggle [project]"),
     "finalize": (1, "finalize <case>"),
     "register-thread": (2, "register-thread <slack-url> <case>"),
     "close-case": (1, "close-case <case>"),
@@ -115,7 +115,7 @@ def parse_admin(text: str) -> AdminCommand:
     if head not in _ARITY:
         raise AdminUsage(f"unknown admin command {head!r}")
     arity, usage = _ARITY[head]
-    if len(args) != arity:
+    if len(args) != arity and not (arity == -1 and len(args) <= 1):
         raise AdminUsage(f"usage: {usage}")
     allowed = {"--auto"} if head == "task" else set()
     if flags - allowed:

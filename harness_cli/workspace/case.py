@@ -99,6 +99,12 @@ class Case(_Record):
     mrs: list[CaseMr] = Field(default_factory=list)
     plan_pending: bool = False
     """dev-agent posted its plan and waits for the operator's OK (``admin: task <case>``)."""
+    case_thread_ts: str = ""
+    """ts of the harness's post opening the case's thread in the operator's self-DM: a second
+    machine rebuilds its thread map from it instead of opening a second thread."""
+    task_auto: bool = False
+    """``admin: task <id> --auto`` asked for the task to run unattended: the approval that
+    starts the dev-agent carries ``auto`` whoever gives it."""
     created_at: datetime
     updated_at: datetime
     history: list[Transition] = Field(default_factory=list)
