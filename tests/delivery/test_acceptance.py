@@ -264,7 +264,7 @@ def test_checks_run_in_the_agents_box(
         record = run_acceptance(repo, list(probes.values()), case_dir)
     finally:
         listener.close()
-    read, write, net = (c.exit_code for c in record.checks)
+    read, _write, net = (c.exit_code for c in record.checks)
     assert read == 1 and net == 1, record.checks
     assert not outside.exists()  # a write outside the worktree lands in the box's own /tmp
     assert record.passed is False
