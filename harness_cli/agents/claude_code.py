@@ -34,8 +34,15 @@ from harness_cli.logs import redact
 from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
 
 STDERR_KEEP = 4000
-ALWAYS_ENV = {"DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-"""Without the second the CLI makes a title side call and tries the public API host."""
+ALWAYS_ENV = {
+    "DISABLE_TELEMETRY": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "MCP_CONNECTION_NONBLOCKING": "false",
+}
+"""Without the second the CLI makes a title side call and tries the public API host. The third:
+in ``-p`` mode the CLI otherwise sends its first request before a slow MCP server has
+connected, and the run never sees that server's tools (a loaded machine, a cold Python
+server); blocking, the first request waits for the servers (up to MCP_TIMEOUT)."""
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 KEY_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 """Never in the CLI's environment (its Bash and ``/proc/<pid>/environ`` would show them): the
