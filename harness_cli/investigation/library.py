@@ -23,7 +23,7 @@ from harness_cli.errors import ConfigError
 
 Runtime = Literal["anthropic", "claude-code"]
 RUNTIMES: tuple[Runtime, ...] = ("anthropic", "claude-code")
-ExitName = Literal["complete", "blocked", "stalled", "degrading", "timeout", "failed"]
+ExitName = Literal["complete", "blocked", "stalled", "degrading", "timeout", "failed", "budget"]
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "evals" / "investigation"
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli.config import Config
+from harness_cli.cost import meter
 from harness_cli.investigation import precommit
 from harness_cli.investigation.analysis import investigator_notes
 from harness_cli.investigation.anchor import empirical_anchor
@@ -80,8 +81,16 @@ class Loop:
         return render(self.cfg, name, **values)
 
     def run(self) -> LoopResult:
+        from harness_cli.cost.budgets import BudgetExceeded
+
         try:
             decision = self._run()
+        except BudgetExceeded as exc:  # the safe point: before a call, everything saved
+            event(log, "investigation_budget_reached", logging.WARNING, case_id=self.case.id,
+                  budget=exc.kind, unit=exc.unit, limit=exc.limit, usd=exc.spent.usd)  # fmt: skip
+            decision = Decision(
+                "exit_budget", exc.line(), exit_note=exc.note, exit_code=exc.exit_code
+            )
         except ModelUnavailable as exc:
             event(log, "investigation_could_not_run", logging.ERROR, case_id=self.case.id,
                   kind=exc.kind, role=exc.role, error=exc.detail[:500])  # fmt: skip
@@ -124,7 +133,8 @@ class Loop:
                 anchor=empirical_anchor() if n == 1 else "",
                 pinned=pinned_block(self.report),
             )
-            text = self.runner("investigator", prompt, context=context)
+            with meter.scope(iteration=n):
+                text = self.runner("investigator", prompt, context=context)
             tools = self.runner.take_tools()
             self.run_tools += tools
             slate, lock_notes = self._lock(slate)
@@ -135,7 +145,8 @@ class Loop:
             self._save_iteration(n, prompt, text, verdict, time.monotonic() - began)
             if verdict.decision is not None and verdict.decision.action == "review":
                 assert self.report is not None
-                verdict = self._review(n, slate, found, tools)
+                with meter.scope(iteration=n):
+                    verdict = self._review(n, slate, found, tools)
             decision = verdict.decision
             assert decision is not None
             notes = [*pending_guard_notes(verdict), *lock_notes]
@@ -211,12 +222,13 @@ class Loop:
             min_candidates=str(precommit.MIN_CANDIDATES),
             criteria_range=f"{precommit.CRITERIA[0]}-{precommit.CRITERIA[1]}",
         )
-        slate, notes = precommit.commit(
-            self.case_dir,
-            lambda p: self.runner("precommit", p),
-            first,
-            committer=self.committer,
-        )
+        with meter.scope(iteration=0):
+            slate, notes = precommit.commit(
+                self.case_dir,
+                lambda p: self.runner("precommit", p),
+                first,
+                committer=self.committer,
+            )
         self.runner.take_tools()
         return slate, notes
 

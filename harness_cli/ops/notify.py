@@ -29,8 +29,18 @@ def case_thread(case_id: str) -> ThreadEntry | None:
     return None
 
 
+TERMINAL = frozenset({"mr_opened", "mr_merged", "ci_escalation", "push_escalation",
+                      "budget_reached"})  # fmt: skip
+"""The kinds that end a workflow: they carry the cost line (``cost.meter.spend_line``)."""
+
+
 def dm(out: Outbound, cfg: Config, kind: str, text: str, *, case_id: str | None = None) -> str:
     """Post one notification; returns its ts."""
+    if kind in TERMINAL:
+        from harness_cli.cost.meter import spend_line
+
+        line = spend_line(case_id)
+        text = f"{text}\n{line}" if line else text
     channel = cfg.harness.operator.self_dm_channel
     thread = case_thread(case_id) if case_id else None
     if thread is not None and thread.channel == channel:
@@ -61,6 +71,11 @@ def mr_opened(
         " (draft: acceptance has not passed on its head)" if draft else ""
     )
     return dm(out, cfg, "mr_opened", text, case_id=case_id)
+
+
+def budget_reached(out: Outbound, cfg: Config, *, case_id: str, text: str) -> str:
+    """A budget ended a workflow run (``cost.budgets``): what was spent and how to go on."""
+    return dm(out, cfg, "budget_reached", text, case_id=case_id)
 
 
 def mr_merged(out: Outbound, cfg: Config, *, case_id: str, mr: str, detail: str = "") -> str:
