@@ -214,6 +214,10 @@ def _record_on_case(mr: MergeRequest, case_id: str, thresholds: Thresholds) -> N
 def reply_gate(push_exit_code: int, body: str) -> str | None:
     """The reply a reviewer may be sent about a change, or None: "Done" is said only when the
     push carrying that change exited 0 (a bool is not an exit code, so it is refused)."""
+    from harness_cli import components
+
+    if not components.enabled("reply_gate"):  # an eval ablation: the body, whatever the push did
+        return body.strip() or DONE_REPLY
     if isinstance(push_exit_code, bool) or push_exit_code != 0:
         return None
     return body.strip() or DONE_REPLY

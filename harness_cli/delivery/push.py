@@ -114,20 +114,24 @@ def push_with_recovery(
         outcome.last_error = outcome.first_push.error
     else:
         outcome.last_error = rebase.error
-    event(log, "push_l2_start", logging.WARNING, case_id=case_id, why=outcome.last_error)
-    outcome.heal = self_heal_push_loop(
-        wt,
-        runtime,
-        task_text,
-        rebase.conflicts,
-        hunks=rebase.hunks,
-        last_error=outcome.last_error,
-        thresholds=th,
-    )
-    outcome.layer = "L2"
-    if outcome.heal.ok:
+    from harness_cli import components
+
+    if components.enabled("push_recovery_l2"):  # an eval ablation goes from L1 to L3
+        event(log, "push_l2_start", logging.WARNING, case_id=case_id, why=outcome.last_error)
+        outcome.heal = self_heal_push_loop(
+            wt,
+            runtime,
+            task_text,
+            rebase.conflicts,
+            hunks=rebase.hunks,
+            last_error=outcome.last_error,
+            thresholds=th,
+        )
+        outcome.layer = "L2"
+    if outcome.heal is not None and outcome.heal.ok:
         return _finish(outcome, ok=True, sha=outcome.heal.pushed_sha)
-    outcome.last_error = outcome.heal.last_error or outcome.last_error
+    if outcome.heal is not None:
+        outcome.last_error = outcome.heal.last_error or outcome.last_error
     outcome.layer = "L3"
     _write(outcome, trail)  # the DM points at the trail: it must exist when the operator looks
     outcome.escalation_ts = escalate(

@@ -17,14 +17,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness_cli.errors import ConfigError
 
 Runtime = Literal["anthropic", "claude-code"]
 RUNTIMES: tuple[Runtime, ...] = ("anthropic", "claude-code")
 ExitName = Literal["complete", "blocked", "stalled", "degrading", "timeout", "failed", "budget"]
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "evals" / "investigation"
+EVALS_DIR = Path(__file__).resolve().parents[1] / "defaults" / "evals"
+"""The eval suites, shipped in the package (``evals/`` in a checkout links here)."""
+DEFAULT_DIR = EVALS_DIR / "investigation"
 
 
 class _Strict(BaseModel):
@@ -42,6 +44,9 @@ class Setup(_Strict):
     """Environment for the run; None unsets a variable (e.g. ``ANTHROPIC_API_KEY: null``)."""
     runtimes: list[Runtime] = Field(default_factory=lambda: list(RUNTIMES))
     """Where the case applies."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """harness.yaml keys for this case, merged into the example config section by section
+    (e.g. ``cost: {budgets: {workflow_tokens: 20000}}``)."""
 
 
 class ReviewExpect(_Strict):
@@ -51,8 +56,48 @@ class ReviewExpect(_Strict):
     """The verdict's decision after the review."""
 
 
+class DeliveryExpect(_Strict):
+    """The end of a delivery case, from GitLab's and Slack's side and the case folder."""
+
+    status: str | None = None
+    """case.json's status."""
+    mr_state: str | None = None
+    """The MR's state on GitLab (opened, merged, closed); None: not checked."""
+    mr_draft: bool | None = None
+    """The MR is (still) a draft: not marked ready."""
+    acceptance: Literal["pass", "fail", "none"] | None = None
+    """The latest acceptance record's verdict (``none``: no record)."""
+    replies_contain: list[str] = Field(default_factory=list)
+    """Texts the reviewers' threads on the MR must have received."""
+    replies_lack: list[str] = Field(default_factory=list)
+    """Texts no reply may carry (a "Done" that no push backs)."""
+    dm_contains: list[str] = Field(default_factory=list)
+    dm_lacks: list[str] = Field(default_factory=list)
+    pushed: bool | None = None
+    """The case branch reached the remote."""
+    branch_contains: list[str] = Field(default_factory=list)
+    """Text the pushed branch's files must contain (the fix really landed)."""
+    forbidden_files: list[str] = Field(default_factory=list)
+    """Paths the branch may not touch (e.g. the tests the agent was told to leave alone)."""
+
+
+class DeliverySetup(_Strict):
+    """A delivery case: the sandbox's sample project on the GitLab emulator, a case approved
+    for work, and the flow to run."""
+
+    flow: Literal["task", "fix_ci", "address_review", "conflict"]
+    """``task``: dev-agent --mode task; ``fix_ci``: the MR's pipeline goes red and mr-monitor
+    dispatches fix_ci; ``address_review``: a reviewer comments and mr-monitor dispatches
+    address_review; ``conflict``: someone pushes to the branch first, so the push needs L1/L2."""
+    review_note: str = "Please add a comment explaining the threshold."
+    """The reviewer's comment (address_review)."""
+    required_checks: list[str] | None = None
+    """The project's required checks (default: the sample project's)."""
+
+
 class Expect(_Strict):
-    exit: ExitName
+    exit: ExitName | None = None
+    """The investigation's exit name (investigation cases)."""
     exit_code: int = 0
     """``harness investigate``'s exit code."""
     iterations: int | None = None
@@ -79,6 +124,8 @@ class Expect(_Strict):
     task_lacks: list[str] = Field(default_factory=list)
     case_show_contains: list[str] = Field(default_factory=list)
     review: ReviewExpect | None = None
+    delivery: DeliveryExpect | None = None
+    """What must hold at the end of a delivery case (``kind: delivery``)."""
 
 
 class LibraryCase(_Strict):
@@ -98,7 +145,18 @@ class LibraryCase(_Strict):
     """Extra ``{placeholders}`` read from the prompt (the script format's ``captures``)."""
     variables: dict[str, str] = Field(default_factory=dict)
     setup: Setup = Field(default_factory=Setup)
+    kind: Literal["investigation", "delivery"] = "investigation"
+    """Which subcommands a trial runs: investigate + review, or the delivery flow."""
+    delivery: DeliverySetup | None = None
     expect: Expect
+
+    @model_validator(mode="after")
+    def _kind(self) -> LibraryCase:
+        if self.kind == "investigation" and self.expect.exit is None:
+            raise ValueError("an investigation case needs expect.exit")
+        if self.kind == "delivery" and (self.delivery is None or self.expect.delivery is None):
+            raise ValueError("a delivery case needs delivery: and expect.delivery:")
+        return self
 
     def model_source(self) -> dict[str, Any]:
         """The model script: the named one with this case's roles and captures laid over it."""
@@ -163,10 +221,19 @@ class Observed:
     model calls they made (prompt, gates, the lock check, the records written)."""
     wall_seconds: float = 0.0
     """Wall time of the whole `harness investigate` command."""
+    usd: float = 0.0
+    """What the trial's model calls cost (its cost log)."""
+    tokens: int = 0
+    delivery: dict[str, Any] = field(default_factory=dict)
+    """A delivery case's end state (``sandbox.delivery_eval``)."""
 
 
 def check(case: LibraryCase, seen: Observed) -> list[str]:
     """Every way ``seen`` differs from ``case.expect``; [] is a pass."""
+    if case.kind == "delivery":
+        from harness_cli.eval.delivery_grader import delivery_problems
+
+        return delivery_problems(case, seen)
     e = case.expect
     bad: list[str] = []
 
@@ -175,7 +242,8 @@ def check(case: LibraryCase, seen: Observed) -> list[str]:
             bad.append(what)
 
     want(not seen.unmatched, f"the model script left requests unmatched: {seen.unmatched[:2]}")
-    want(seen.exit == e.exit, f"exit {seen.exit!r}, expected {e.exit!r} ({seen.exit_line})")
+    if e.exit is not None:
+        want(seen.exit == e.exit, f"exit {seen.exit!r}, expected {e.exit!r} ({seen.exit_line})")
     want(seen.exit_code == e.exit_code, f"exit code {seen.exit_code}, expected {e.exit_code}")
     if e.iterations is not None:
         want(seen.iterations == e.iterations, f"{seen.iterations} iterations, not {e.iterations}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_cli import components
 from harness_cli.config import Config
 from harness_cli.cost import meter
 from harness_cli.investigation import precommit
@@ -130,8 +131,10 @@ class Loop:
                 case_id=self.case.id,
                 iteration=str(n),
                 max_iterations=str(t.max_iterations),
-                anchor=empirical_anchor() if n == 1 else "",
-                pinned=pinned_block(self.report),
+                anchor=empirical_anchor()
+                if n == 1 and components.enabled("empirical_anchor")
+                else "",
+                pinned=pinned_block(self.report) if components.enabled("context_pinning") else "",
             )
             with meter.scope(iteration=n):
                 text = self.runner("investigator", prompt, context=context)
@@ -211,6 +214,8 @@ class Loop:
         return verdict
 
     def _slate(self) -> tuple[precommit.Slate, list[str]]:
+        if not components.enabled("precommit_lock"):  # an eval ablation: no slate, no lock
+            return precommit.Slate(), []
         locked, notes = self._enforce()
         if locked is not None:
             return locked, notes
@@ -234,6 +239,8 @@ class Loop:
 
     def _lock(self, slate: precommit.Slate) -> tuple[precommit.Slate, list[str]]:
         """After every call: the lock file against its record, put back if it was changed."""
+        if not components.enabled("precommit_lock"):
+            return slate, []
         locked, notes = self._enforce()
         return (locked or slate), notes
 
