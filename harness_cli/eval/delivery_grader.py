@@ -30,6 +30,9 @@ def delivery_problems(case: LibraryCase, seen: Observed) -> list[str]:
         want(got == e.acceptance, f"acceptance {got!r}, expected {e.acceptance!r}")
     if e.pushed is not None:
         want(bool(d.get("pushed")) == e.pushed, f"pushed={d.get('pushed')}, expected {e.pushed}")
+    if e.last_pipeline is not None:
+        last = (d.get("pipelines") or ["none"])[-1]
+        want(last == e.last_pipeline, f"the newest pipeline is {last!r}, not {e.last_pipeline!r}")
     replies = "\n".join(d.get("replies", []))
     for text in e.replies_contain:
         want(text in replies, f"no reply says {text!r}")

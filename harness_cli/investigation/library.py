@@ -75,6 +75,8 @@ class DeliveryExpect(_Strict):
     dm_lacks: list[str] = Field(default_factory=list)
     pushed: bool | None = None
     """The case branch reached the remote."""
+    last_pipeline: str | None = None
+    """The status of the MR branch's newest pipeline (e.g. success)."""
     branch_contains: list[str] = Field(default_factory=list)
     """Text the pushed branch's files must contain (the fix really landed)."""
     forbidden_files: list[str] = Field(default_factory=list)
