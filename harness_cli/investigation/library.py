@@ -142,10 +142,16 @@ class LibraryCase(_Strict):
     script: str = "inv_honest"
     """The model: a shipped script by name (``harness_cli/sandbox/scripts/<name>.yaml``)…"""
     roles: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
-    """… with these roles' rules replacing the script's (the part that misbehaves)."""
+    """… with these roles' rules replacing the script's (the part that misbehaves)…"""
+    rules_first: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    """… or tried before the script's own rules of that role (one step misbehaves, the rest
+    of the role plays as scripted)."""
     captures: dict[str, str] = Field(default_factory=dict)
     """Extra ``{placeholders}`` read from the prompt (the script format's ``captures``)."""
     variables: dict[str, str] = Field(default_factory=dict)
+    behaviours: dict[str, float] = Field(default_factory=dict)
+    """A stochastic model: behaviours a trial has with these probabilities, drawn from its seed
+    (the script format's ``behaviours``; rules say ``when: {behaviour: NAME}``)."""
     setup: Setup = Field(default_factory=Setup)
     kind: Literal["investigation", "delivery"] = "investigation"
     """Which subcommands a trial runs: investigate + review, or the delivery flow."""
@@ -171,7 +177,10 @@ class LibraryCase(_Strict):
             raise ConfigError(f"library case {self.id}: no model script {path}") from None
         base["description"] = self.description
         base.setdefault("roles", {}).update(self.roles)
+        for role, rules in self.rules_first.items():
+            base["roles"][role] = [*rules, *base["roles"].get(role, [])]
         base["captures"] = {**base.get("captures", {}), **self.captures}
+        base["behaviours"] = {**base.get("behaviours", {}), **self.behaviours}
         return dict(base)
 
 

@@ -162,7 +162,7 @@ def _observe(case: LibraryCase, box: Sandbox, root: Path, code: int) -> Observed
         "acceptance": _acceptance(folder),
         "replies": [
             n["body"] for n in mr.get("notes", []) if n["author"] != REVIEWER and not n["system"]
-        ],  # fmt: skip
+        ],
         "pushed": bool(branch) and bool(text),
         "branch_text": text,
         "changed_files": changed,
