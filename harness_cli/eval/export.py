@@ -88,20 +88,26 @@ def _ticket(folder: Path) -> str:
 def _reviews(
     folder: Path, outputs: dict[int, str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The recorded verdicts, the latest first: a review's prompt holds the round it reviewed
-    (the adversarial reviewer's narrative; the red team's conclusion), so each is keyed on a
-    line of that round's report."""
+    """The recorded verdicts, the latest first. The adversarial reviewer's narrative holds
+    every round up to the one it reviews (``### Iteration N``), so each verdict is keyed on
+    its round's heading; the red team sees only the ticket and the conclusion, so its answer
+    is keyed on the conclusion (the same conclusion gets the latest answer)."""
     adversarial: list[dict[str, Any]] = []
     red: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for path in sorted((folder / "review").glob("[0-9]*.json"), reverse=True):
         data = _json(path)
         raw = dict(data.get("review") or {})
         n = int(data.get("after_iteration", 0))
-        report = extract_report(outputs.get(n, "")).report
-        key = report.root_cause.summary if report and report.root_cause else ""
-        when = {"user_contains": key[:80]} if key else {}
         team = raw.pop("red_team", {"hypothesis": "", "diverges": False})
         name = f"review after iteration {n} (recorded)"
-        adversarial.append({"name": name, "when": when, "reply": {"text": json.dumps(raw)}})
+        adversarial.append({"name": name, "when": {"user_contains": f"### Iteration {n}\n"},
+                            "reply": {"text": json.dumps(raw)}})  # fmt: skip
+        report = extract_report(outputs.get(n, "")).report
+        key = report.root_cause.summary[:80] if report and report.root_cause else ""
+        if key in seen:
+            continue
+        seen.add(key)
+        when = {"user_contains": key} if key else {}
         red.append({"name": name, "when": when, "reply": {"text": json.dumps(team)}})
     return adversarial, red

@@ -69,7 +69,7 @@ def test_ablating_the_red_team_turns_the_cases_it_exists_for_from_pass_to_fail(
 def test_a_stochastic_suite_reports_an_interval_that_covers_its_true_rate(cli: Any) -> None:
     """stochastic-overclaim fails exactly in the trials whose seed draws 'overclaims'
     (p = 0.4): the pass rate's true value is 0.6."""
-    runs = 12
+    runs = 8
     code, data, err = _eval(cli, str(INV / "stochastic-overclaim.yaml"), "--runs", str(runs))
     assert code == 0, err
     overall = data["variants"]["baseline"][-1]
