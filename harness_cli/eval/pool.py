@@ -54,7 +54,8 @@ def run_trials(
     total = len(pending)
     # The trials' temporary homes live here: a killed worker's leftovers go with it.
     scratch = tempfile.mkdtemp(prefix="harness-eval-")
-    env = {**os.environ, "TMPDIR": scratch}
+    # HARNESS_EVAL_LEAN: a trial runs the subcommands its case grades, no more.
+    env = {**os.environ, "TMPDIR": scratch, "HARNESS_EVAL_LEAN": "1"}
     try:
         for _ in range(min(jobs or default_jobs(), total)):
             workers.append(_spawn(sel, env))
