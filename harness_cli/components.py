@@ -61,7 +61,7 @@ _ALL = (
     Component("acceptance", "fail-closed acceptance: an MR is ready only on a passing record",
               "harness_cli/delivery/acceptance.py::accepts_head", ("delivery",)),
     Component("reply_gate", "'Done, updated' only when the push exited 0",
-              "harness_cli/delivery/mr.py::reply_gate", ("delivery",)),
+              "harness_cli/delivery/reply_gate.py::reply_gate", ("delivery",)),
     Component("push_recovery_l2", "L2 agentic self-heal of a failed push",
               "harness_cli/delivery/push.py::push_with_recovery", ("delivery",)),
 )  # fmt: skip

@@ -143,6 +143,7 @@ def start_dev_agent(
         thread_ts=thread.thread_ts if thread else "",
         trigger=trigger,
         args=args,
+        repo=entry.project,
     )
     started = dispatch.dispatch(payload, backend=ctx.backend)
     return started.started or started.backend == "record"
@@ -165,10 +166,13 @@ def finish(ctx: MonitorCtx, key: str, entry: MonitoredMr, mr: MergeRequest) -> N
         for k, e in files.monitored_mrs().read().mrs.items()
         if k != key and e.case_id == entry.case_id and e.state == "opened"
     ]
-    removed = [] if others else remove_worktrees(entry.case_id)
+    same_repo = [k for k in others if k.rsplit("!", 1)[0] == entry.project]
+    removed = [] if same_repo else remove_worktrees(entry.case_id, entry.project)
     case_line = _move_case(ctx, key, entry, mr, others)
     _mark_patch_pr(entry.case_id, mr)
     retrospective_hook(ctx.cfg, entry.case_id, key)  # "at case end (merged, closed …)"
+    if not others:
+        consolidate_hook(ctx, entry, mr)
     verb = "merged" if merged else "closed without merging"
     parts = [f"{key} {verb}.", case_line]
     if removed:
@@ -180,15 +184,39 @@ def finish(ctx: MonitorCtx, key: str, entry: MonitoredMr, mr: MergeRequest) -> N
     ctx.report.finished.append(f"{key} {mr.state}")
 
 
-def remove_worktrees(case_id: str) -> list[Path]:
-    """The case's worktree goes once its last MR is merged or closed."""
+def remove_worktrees(case_id: str, project: str) -> list[Path]:
+    """The case's worktree of that repository goes once its last MR there is merged or closed
+    (the ticket's and the improvement MR's worktrees end separately)."""
     from harness_cli.delivery import worktrees
 
+    removed: list[Path] = []
+    for key in worktrees.keys_for_case(case_id, project):
+        try:
+            removed += worktrees.remove_for_case(key)
+        except HarnessError as exc:  # the MR's end is still recorded; the stale pruner retries
+            event(log, "worktree_remove_failed", logging.WARNING, case_id=case_id, error=exc.line())
+    return removed
+
+
+def consolidate_hook(ctx: MonitorCtx, entry: MonitoredMr, mr: MergeRequest) -> None:
+    """ "A review thread that just closed" is one of consolidate_trigger's four signals: the
+    case's last MR ended, so TASK.md is consolidated now (the workflow decides whether there
+    is anything to fold in; a failure to start it is logged, never a reason to keep the MR)."""
+    kind = "mr_merged" if mr.state == "merged" else "mr_closed"
+    thread = case_thread(entry.case_id)
+    payload = dispatch.Payload(
+        workflow="consolidate",
+        case_id=entry.case_id,
+        case_dir=case_dir_of(entry),
+        channel=thread.channel if thread else "",
+        thread_ts=thread.thread_ts if thread else "",
+        trigger=dispatch.Trigger(kind=kind, ts=mr.updated_at),
+    )
     try:
-        return worktrees.remove_for_case(case_id)
-    except HarnessError as exc:  # the MR's end is still recorded; the stale pruner retries
-        event(log, "worktree_remove_failed", logging.WARNING, case_id=case_id, error=exc.line())
-        return []
+        dispatch.dispatch(payload, backend=ctx.backend)
+    except HarnessError as exc:
+        event(log, "consolidate_dispatch_failed", logging.WARNING, case_id=entry.case_id,
+              error=exc.line())  # fmt: skip
 
 
 def retrospective_hook(cfg: Config, case_id: str, key: str) -> None:
@@ -282,6 +310,7 @@ def adopt(ctx: MonitorCtx, key: str, case_id: str) -> tuple[bool, str]:
             source_branch=mr.source_branch,
             last_sha=mr.sha,
             state=mr.state,
+            adopted=True,
         )
     with registry.update_case(case.id, ctx.cfg.harness.thresholds, f"watch MR {key}") as c:
         if not any(m.project == project and m.iid == mr.iid for m in c.mrs):

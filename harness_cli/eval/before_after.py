@@ -65,9 +65,10 @@ class BeforeAfter:
         )
 
     def insert_into(self, description: str) -> str:
-        """The figures before the ``Changes:`` list (prose, then the command and its output),
-        or at the end when there is no such list."""
-        block = f"{self.paragraph()}\n\n{self.proof()}\n"
+        """The figures before the ``Changes:`` list, or at the end when there is no such
+        list. Prose only: the MR's proof-of-work block is the harness's own required-check run
+        (``delivery.mr``), which replaces any indented block the description carries."""
+        block = f"{self.paragraph()}\n"
         lines = description.rstrip("\n").split("\n")
         at = next((i for i, ln in enumerate(lines) if ln.strip().lower() == "changes:"), None)
         if at is None:

@@ -118,6 +118,7 @@ class EvalRun:
             "wall_seconds": round(self.wall_seconds, 2),
             "variants": {v: [r.to_json() for r in rows] for v, rows in self.variants.items()},
             "ablations": [a.to_json() for a in self.ablations],
+            "not_passed": [t.to_json() for t in self.trials if not t.passed][:500],
         }
 
 

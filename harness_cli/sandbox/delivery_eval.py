@@ -59,7 +59,11 @@ def run_delivery_case(
             home = root / "home"
             mark_trial(home, ablate, seed)
             (root / "user").mkdir()
+            gitconfig = root / "gitconfig"
+            gitconfig.write_text("[user]\n\tname = Harness Eval\n\temail = eval@example.invalid\n")
             env = {
+                "GIT_CONFIG_GLOBAL": str(gitconfig),
+                "GIT_CONFIG_NOSYSTEM": "1",
                 **box.env(),
                 "HARNESS_HOME": str(home),
                 "HARNESS_WORKSPACE": str(root / "workspace"),
