@@ -300,7 +300,8 @@ def totals(
 
 def spend_line(case_id: str | None = None) -> str:
     """One line for a terminal message: this run's spend and the case's total so far
-    (case.json's running total plus this run, which is added to it when the run ends)."""
+    (case.json's running total plus this run, which is added to it when the run ends).
+    Empty when nothing was ever metered for either (no model call: no figure to state)."""
     run = run_tally(current().get("run"))
     parts = [f"this run {run.text()}"] if run.calls else []
     if case_id:
@@ -308,8 +309,10 @@ def spend_line(case_id: str | None = None) -> str:
         from harness_cli.workspace import registry
 
         try:
-            before = float((registry.load_case(case_id).cost or {}).get("usd", 0.0))
+            cost = registry.load_case(case_id).cost or {}
         except HarnessError:
-            before = 0.0
-        parts.append(f"case {case_id} so far ${before + run.usd:.4f}")
+            cost = {}
+        if run.calls or int(cost.get("calls", 0)):
+            before = float(cost.get("usd", 0.0))
+            parts.append(f"case {case_id} so far ${before + run.usd:.4f}")
     return "Cost: " + "; ".join(parts) if parts else ""

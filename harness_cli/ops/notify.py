@@ -14,19 +14,22 @@ import logging
 from harness_cli.config import Config
 from harness_cli.logs import event
 from harness_cli.ops.outbound import Outbound
-from harness_cli.state import files
 from harness_cli.state.models import ThreadEntry
 
 log = logging.getLogger("harness.notify")
 
 
 def case_thread(case_id: str) -> ThreadEntry | None:
-    """The case's own thread in the operator's self-DM (on-call map first), if it has one."""
-    for handle in (files.oncall_thread_map(), files.task_thread_map()):
-        for entry in handle.read().for_case(case_id):
-            if entry.role == "case_thread" and not entry.evicted:
-                return entry
-    return None
+    """The case's own thread in the operator's self-DM (either map), if it has one."""
+    from harness_cli.workspace.registry import case_thread as lookup
+
+    return lookup(case_id)
+
+
+def with_case(case_id: str, text: str) -> str:
+    """#16: every message about a case names it, threaded or not (a DM read out of context, or
+    forwarded, still says which case)."""
+    return text if case_id in text else f"*{case_id}*: {text}"
 
 
 TERMINAL = frozenset({"mr_opened", "mr_merged", "ci_escalation", "push_escalation",
@@ -35,7 +38,10 @@ TERMINAL = frozenset({"mr_opened", "mr_merged", "ci_escalation", "push_escalatio
 
 
 def dm(out: Outbound, cfg: Config, kind: str, text: str, *, case_id: str | None = None) -> str:
-    """Post one notification; returns its ts."""
+    """Post one notification — in the case's thread when it has one, naming the case; returns
+    its ts. A terminal kind (``TERMINAL``) also carries the case's cost line."""
+    if case_id:  # named before the cost line is added: that line names the case too
+        text = with_case(case_id, text)
     if kind in TERMINAL:
         from harness_cli.cost.meter import spend_line
 
