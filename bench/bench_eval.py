@@ -39,11 +39,7 @@ def main() -> None:
     began = time.monotonic()
     run = runner.evaluate(suites, runs=runs, matrix=True, progress=progress)
     wall = time.monotonic() - began
-    picture = report.plot(run, out / "ablation.png")
-    (out / "report.md").write_text(report.markdown(run, picture), encoding="utf-8")
-    import json
-
-    (out / "eval.json").write_text(json.dumps(run.to_json(), indent=2), encoding="utf-8")
+    wrote = report.write(run, out)
     base = run.overall()
     cases = len({t.case for t in run.trials})
     print(f"harness eval --matrix {' '.join(suites)}: {cases} cases × {runs} trial(s) × "
@@ -64,7 +60,7 @@ def main() -> None:
         print(cells.ljust(64) + str(without.defective_accepted))
     unfinished = sum(1 for t in run.trials if not t.finished)
     print(f"  trials that did not finish (timeout, crash, grader error): {unfinished}")
-    print(f"  report: {out / 'report.md'}" + (f", plot: {picture}" if picture else ""))
+    print(f"  {wrote}")
 
 
 if __name__ == "__main__":

@@ -47,10 +47,12 @@ def evaluate(
     runtime: str = typer.Option("anthropic", "--runtime", help="anthropic or claude-code."),
     jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Parallel trials (0: the cores)."),
     timeout: float = typer.Option(300.0, "--timeout", help="Wall clock of one trial, seconds."),
-    out: Path = typer.Option(
-        Path("eval-report"),
+    out: Path | None = typer.Option(
+        None,
         "--out",
-        help="Where --matrix writes report.md and ablation.png (and --json-file).",
+        metavar="DIR",
+        help="Write report.md, ablation.png/.svg and eval.json here "
+        "(--matrix: default ./eval-report).",
     ),
     config_root: Path | None = typer.Option(
         None,
@@ -94,17 +96,10 @@ def evaluate(
         f"({base.rate:.0%} [{base.low:.0%}, {base.high:.0%}]), {base.defective_accepted} "
         f"defective accepted as done; {run.wall_seconds:.0f} s"
     )
-    if matrix:
-        out.mkdir(parents=True, exist_ok=True)
-        picture = report.plot(run, out / "ablation.png")
-        if picture is not None:
-            report.plot(run, out / "ablation.svg")
-        (out / "report.md").write_text(report.markdown(run, picture), encoding="utf-8")
-        import json
-
-        (out / "eval.json").write_text(json.dumps(run.to_json(), indent=2), encoding="utf-8")
-        result.changed.append(f"wrote {out / 'report.md'}" + (f" and {picture}" if picture else
-                              " (no plot: pip install 'harness-cli[eval]')"))  # fmt: skip
+    if matrix and out is None:
+        out = Path("eval-report")
+    if out is not None:
+        result.changed.append(report.write(run, out))
     emit(result)
 
 

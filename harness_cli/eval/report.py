@@ -88,6 +88,22 @@ def markdown(run: EvalRun, plot: Path | None = None) -> str:
     return "\n".join(parts) + "\n"
 
 
+def write(run: EvalRun, out: Path) -> str:
+    """``report.md``, the plot (PNG and SVG) and ``eval.json`` into ``out``; says what it
+    wrote."""
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    picture = plot(run, out / "ablation.png")
+    if picture is not None:
+        plot(run, out / "ablation.svg")
+    (out / "report.md").write_text(markdown(run, picture), encoding="utf-8")
+    (out / "eval.json").write_text(json.dumps(run.to_json(), indent=2), encoding="utf-8")
+    return f"wrote {out / 'report.md'}" + (
+        f" and {picture}" if picture else " (no plot: pip install 'harness-cli[eval]')"
+    )
+
+
 def plot(run: EvalRun, path: Path) -> Path | None:
     """The pass rate with its interval per variant (PNG, or SVG by the suffix); None when
     matplotlib is not installed (``pip install 'harness-cli[eval]'``)."""

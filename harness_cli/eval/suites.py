@@ -4,6 +4,7 @@ single ``.yaml`` file given by path (an exported case, a suite of one's own)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import yaml
@@ -49,5 +50,23 @@ def load_case_file(path: str | Path) -> LibraryCase:
         raise ConfigError(f"eval case {path}: {first}") from None
     if case.id != path.stem:
         raise ConfigError(f"eval case {path}: id {case.id!r} must match the file name")
-    load_script(case.model_source(), case.variables or None)
+    if not case.live:
+        load_script(case.model_source(), case.variables or None)
     return case
+
+
+LIVE_DEFAULT_URL = "https://api.anthropic.com"
+"""The endpoint of a live case when the environment sets no ANTHROPIC_BASE_URL."""
+
+
+def live_model_env(case: LibraryCase) -> dict[str, str]:
+    """The real API's key and endpoint for a live case, from the environment ``harness eval``
+    runs in; a live case without a key is refused before any trial starts (InputError)."""
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise InputError(
+            f"eval case {case.id} is live (script: live) and ANTHROPIC_API_KEY is not set",
+            hint="export the API key to run it against the real API, or leave the case out",
+        )
+    base = os.environ.get("ANTHROPIC_BASE_URL") or LIVE_DEFAULT_URL
+    return {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": base}

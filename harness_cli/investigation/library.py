@@ -27,6 +27,8 @@ ExitName = Literal["complete", "blocked", "stalled", "degrading", "timeout", "fa
 EVALS_DIR = Path(__file__).resolve().parents[1] / "defaults" / "evals"
 """The eval suites, shipped in the package (``evals/`` in a checkout links here)."""
 DEFAULT_DIR = EVALS_DIR / "investigation"
+LIVE = "live"
+"""``script: live``: no emulator plays the model; the real API answers every role."""
 
 
 class _Strict(BaseModel):
@@ -140,7 +142,9 @@ class LibraryCase(_Strict):
     defect: str = ""
     """Where the case comes from (e.g. "#15 point 3"), if it reproduces a known defect."""
     script: str = "inv_honest"
-    """The model: a shipped script by name (``harness_cli/sandbox/scripts/<name>.yaml``)…"""
+    """The model: a shipped script by name (``harness_cli/sandbox/scripts/<name>.yaml``), or
+    ``live`` (``LIVE``): the real API for every role, with the key and endpoint of the
+    environment ``harness eval`` runs in (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)…"""
     roles: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
     """… with these roles' rules replacing the script's (the part that misbehaves)…"""
     rules_first: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
@@ -164,12 +168,29 @@ class LibraryCase(_Strict):
             raise ValueError("an investigation case needs expect.exit")
         if self.kind == "delivery" and (self.delivery is None or self.expect.delivery is None):
             raise ValueError("a delivery case needs delivery: and expect.delivery:")
+        if self.live:
+            scripted = [name for name, value in (
+                ("roles", self.roles), ("rules_first", self.rules_first),
+                ("behaviours", self.behaviours), ("setup.faults", self.setup.faults),
+                ("expect.prompt_contains", self.expect.prompt_contains),
+                ("expect.prompt_once", self.expect.prompt_once)) if value]  # fmt: skip
+            if scripted:
+                raise ValueError(
+                    f"a live case has no script to shape or read: drop {', '.join(scripted)}"
+                )
         return self
+
+    @property
+    def live(self) -> bool:
+        """The real API plays every role (``script: live``)."""
+        return self.script == LIVE
 
     def model_source(self) -> dict[str, Any]:
         """The model script: the named one with this case's roles and captures laid over it."""
         from harness_cli.sandbox.model_script import SCRIPTS_DIR
 
+        if self.live:
+            raise ConfigError(f"library case {self.id} is live: it has no model script")
         path = SCRIPTS_DIR / f"{self.script}.yaml"
         try:
             base = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -197,7 +218,8 @@ def load_library(folder: Path = DEFAULT_DIR) -> list[LibraryCase]:
             raise ConfigError(f"library case {path}: id {case.id!r} must match the file name")
         from harness_cli.sandbox.model_script import load_script
 
-        load_script(case.model_source(), case.variables or None)  # a bad script fails here
+        if not case.live:
+            load_script(case.model_source(), case.variables or None)  # a bad script fails here
         cases.append(case)
     return sorted(cases, key=lambda c: c.id)
 

@@ -33,16 +33,25 @@ def with_case(case_id: str, text: str) -> str:
 
 
 TERMINAL = frozenset({"mr_opened", "mr_merged", "ci_escalation", "push_escalation",
-                      "budget_reached"})  # fmt: skip
+                      "budget_reached", "dev_agent_outcome"})  # fmt: skip
 """The kinds that end a workflow: they carry the cost line (``cost.meter.spend_line``)."""
 
 
-def dm(out: Outbound, cfg: Config, kind: str, text: str, *, case_id: str | None = None) -> str:
+def dm(
+    out: Outbound,
+    cfg: Config,
+    kind: str,
+    text: str,
+    *,
+    case_id: str | None = None,
+    terminal: bool = False,
+) -> str:
     """Post one notification — in the case's thread when it has one, naming the case; returns
-    its ts. A terminal kind (``TERMINAL``) also carries the case's cost line."""
+    its ts. A message that ends a workflow or an MR (a ``TERMINAL`` kind, or ``terminal``)
+    also carries the cost line: this run's spend and the case's so far (#18)."""
     if case_id:  # named before the cost line is added: that line names the case too
         text = with_case(case_id, text)
-    if kind in TERMINAL:
+    if terminal or kind in TERMINAL:
         from harness_cli.cost.meter import spend_line
 
         line = spend_line(case_id)

@@ -52,7 +52,8 @@ def run_delivery_case(
     root = Path(tempfile.mkdtemp(prefix=f"harness-eval-{case.id}-", dir=keep))
     try:
         with Sandbox(root / "sandbox") as box:
-            box.anthropic.load_script(case.model_source(), case.variables or None, seed)
+            if not case.live:
+                box.anthropic.load_script(case.model_source(), case.variables or None, seed)
             config = copy_config(root, case, config_root)
             if case.delivery.required_checks is not None:
                 _set_checks(config, case.delivery.required_checks)
@@ -75,6 +76,10 @@ def run_delivery_case(
                 "CLAUDE_CODE_MAX_RETRIES": "1",
                 **{k: v for k, v in case.setup.env.items() if v is not None},
             }
+            if case.live:  # the real API plays every role
+                from harness_cli.eval.suites import live_model_env
+
+                env.update(live_model_env(case))
             with environment(env):
                 code = _flow(case, box, root)
                 seen = _observe(case, box, root, code)

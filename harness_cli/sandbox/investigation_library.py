@@ -70,10 +70,15 @@ def run_case(
     slack.start()
     try:
         emu.reset()
-        emu.load_script(case.model_source(), case.variables or None, seed)
+        if not case.live:
+            emu.load_script(case.model_source(), case.variables or None, seed)
         for fault in case.setup.faults:
             emu.add_fault(Fault(**fault))
         env = _prepare(root, case, runtime, emu.url, slack.url, config_root)
+        if case.live:  # the real API plays every role; the emulator sees nothing
+            from harness_cli.eval.suites import live_model_env
+
+            env.update(live_model_env(case))
         mark_trial(Path(str(env["HARNESS_HOME"])), ablate, seed)
         with _environment(env):
             seen = _run(case, runtime, root, emu, slack)

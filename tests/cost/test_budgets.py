@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from harness_cli.investigation.library import LibraryCase, check, load_library
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
@@ -105,5 +106,16 @@ def test_the_operator_raises_a_case_budget_and_the_next_run_goes_on(
         assert json.loads(out)["data"]["exit"] == "complete"
         code, _, err = cli("admin", f"budget {CASE_ID} lots")
         assert "not an amount" in _ + err
+        # the day's budget sums every run of the machine, whatever a case's own limit says
+        today = sum(x["usd"] for x in _cost_lines(root))
+        settings_file = root / "agent-config" / "harness.yaml"
+        settings = yaml.safe_load(settings_file.read_text())
+        settings["cost"]["budgets"]["day_usd"] = round(today * 0.9, 6)
+        settings_file.write_text(yaml.safe_dump(settings, sort_keys=False))
+        calls = len(model.calls)
+        code, _, err = cli("review", CASE_ID)
+        assert code == 4 and "today's budget" in err and "day_usd" in err, err
+        assert len(model.calls) == calls  # stopped before its first call
+        assert "today's budget" in slack.messages("D0SELF")[-1]["text"]
     finally:
         slack.stop()

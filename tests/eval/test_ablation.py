@@ -44,11 +44,12 @@ def test_a_pair_that_differs_in_two_components_is_refused(cli: Any) -> None:
 
 
 def test_ablating_the_red_team_turns_the_cases_it_exists_for_from_pass_to_fail(
-    cli: Any,
+    cli: Any, tmp_path: Path
 ) -> None:
     cases = [str(INV / f"{c}.yaml") for c in
              ("anchored-on-cache", "anchored-on-rounding", "honest-complete")]  # fmt: skip
-    code, data, err = _eval(cli, *cases, "--runs", "1", "--ablate", "red_team")
+    out = tmp_path / "report"
+    code, data, err = _eval(cli, *cases, "--runs", "1", "--ablate", "red_team", "--out", str(out))
     assert code == 0, err
     assert data["trials_started"] == 6  # 3 cases × 1 seed × (baseline, without red_team)
     (ablation,) = data["ablations"]
@@ -64,6 +65,27 @@ def test_ablating_the_red_team_turns_the_cases_it_exists_for_from_pass_to_fail(
     baseline = data["variants"]["baseline"][-1]
     assert baseline["passed"] == 3 and baseline["defective_accepted"] == 0
     assert baseline["usd"] > 0 and baseline["tokens"] > 0
+    # the report --matrix writes: the markdown table and the plot, from these trials
+    md = (out / "report.md").read_text()
+    assert "| red_team | 33% | 100% | +67% [" in md and "![pass rate" in md
+    assert "- red_team: anchored-on-cache (0% → 100%), anchored-on-rounding (0% → 100%)" in md
+    assert (out / "ablation.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "without red_team" in (out / "ablation.svg").read_text()
+    assert json.loads((out / "eval.json").read_text())["trials_started"] == 6
+
+
+def test_the_matrix_is_the_baseline_and_every_single_component_ablation_of_its_suites() -> None:
+    from harness_cli.eval import runner
+
+    investigation = runner.load([str(INV / "honest-complete.yaml")])
+    variants = runner.variants_for(investigation, [], matrix=True)
+    assert variants[0] == () and all(len(v) == 1 for v in variants[1:])
+    names = {v[0] for v in variants[1:]}
+    assert names == {c.name for c in components.COMPONENTS.values()
+                     if "investigation" in c.suites}  # fmt: skip
+    assert "red_team" in names and "acceptance" not in names
+    with pytest.raises(ValueError, match="differs in 2"):
+        runner.variants_for(investigation, ["red_team,a_gates"], matrix=False)
 
 
 def test_a_stochastic_suite_reports_an_interval_that_covers_its_true_rate(cli: Any) -> None:
