@@ -216,27 +216,23 @@ def _cells(path: Path, low: str, high: str, report: Report) -> dict[tuple[str, .
                 report.unreadable_lines += int(cached.get("unreadable", 0))
                 return {tuple(k): v for k, v in cached["cells"]}
     cells: dict[tuple[str, ...], Cell] = {}
-    unreadable = 0
-    with path.open("rb") as handle:
-        for raw in handle:
-            try:
-                line = json.loads(raw)
-                ts = line.get("ts", "")
-            except (ValueError, AttributeError):
-                unreadable += 1
-                continue
-            if (low and ts < low) or (high and ts >= high):
-                continue
-            key = tuple(str(line.get(k) or "-") for k in _KEYS)
-            cell = cells.get(key)
-            if cell is None:
-                cell = cells[key] = [0, 0, 0, 0, 0, 0.0]
-            cell[0] += 1
-            cell[1] += line.get("in", 0)
-            cell[2] += line.get("out", 0)
-            cell[3] += line.get("cw", 0)
-            cell[4] += line.get("cr", 0)
-            cell[5] += line.get("usd", 0.0)
+    lines, unreadable = _parse(path.read_bytes())
+    for line in lines:
+        ts = line.get("ts", "")
+        if (low and ts < low) or (high and ts >= high):
+            continue
+        g = line.get
+        key = (str(g("project") or "-"), str(g("case") or "-"), str(g("workflow") or "-"),
+               str(g("role") or "-"), str(g("model") or "-"))  # fmt: skip  (= _KEYS)
+        cell = cells.get(key)
+        if cell is None:
+            cell = cells[key] = [0, 0, 0, 0, 0, 0.0]
+        cell[0] += 1
+        cell[1] += g("in", 0)
+        cell[2] += g("out", 0)
+        cell[3] += g("cw", 0)
+        cell[4] += g("cr", 0)
+        cell[5] += g("usd", 0.0)
     report.unreadable_lines += unreadable
     if whole and path.stem < today:
         with contextlib.suppress(OSError):
@@ -247,6 +243,31 @@ def _cells(path: Path, low: str, high: str, report: Report) -> dict[tuple[str, .
             tmp.write_text(json.dumps(data), encoding="utf-8")
             os.replace(tmp, index)
     return cells
+
+
+def _parse(data: bytes) -> tuple[list[dict[str, Any]], int]:
+    """A day file's lines, parsed as one JSON array (one call, several times faster than a
+    call per line); a file with a torn or foreign line falls back to line by line, counting
+    what it cannot read."""
+    body = data.rstrip(b"\n")
+    if not body:
+        return [], 0
+    with contextlib.suppress(ValueError):
+        parsed = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
+        if all(isinstance(x, dict) for x in parsed):
+            return parsed, 0
+    lines, unreadable = [], 0
+    for raw in body.split(b"\n"):
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            unreadable += 1
+            continue
+        if isinstance(line, dict):
+            lines.append(line)
+        else:
+            unreadable += 1
+    return lines, unreadable
 
 
 def _tally(cell: Cell) -> Tally:
