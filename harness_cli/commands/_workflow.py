@@ -49,9 +49,11 @@ def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> In
 
 
 @contextmanager
-def running(inv: Invocation) -> Iterator[Invocation]:
+def running(inv: Invocation, *, sync: bool = True) -> Iterator[Invocation]:
     """The per-(workflow, case) lock (exit 3), and the pause gate once more at start: a payload
-    dispatched by someone else's activity just before a pause must not run during it."""
+    dispatched by someone else's activity just before a pause must not run during it.
+    ``sync=False`` (``investigate --no-post``): the run's cost lands in case.json uncommitted,
+    like everything else the run wrote."""
     if inv.payload is not None:
         from harness_cli.intake import pause
 
@@ -72,12 +74,12 @@ def running(inv: Invocation) -> Iterator[Invocation]:
                 hint="held back: it runs by itself once the pause ends (`harness status` "
                 "lists it until then)",
             )
-    with workflow_lock(inv.workflow, inv.case_id), metered(inv):
+    with workflow_lock(inv.workflow, inv.case_id), metered(inv, sync=sync):
         yield inv
 
 
 @contextmanager
-def metered(inv: Invocation) -> Iterator[None]:
+def metered(inv: Invocation, *, sync: bool = True) -> Iterator[None]:
     """The cost scope of one workflow run: every model call inside is recorded under this
     case, project, workflow and run; at the end the run's spend is added to case.json; a
     budget that ended the run gets its one DM here (the investigation ends with its own
@@ -95,7 +97,7 @@ def metered(inv: Invocation) -> Iterator[None]:
             _tell_budget(inv, exc)
             raise
         finally:
-            _add_to_case(inv, meter.run_tally(run))
+            _add_to_case(inv, meter.run_tally(run), sync=sync)
 
 
 def _project(case_id: str) -> str | None:
@@ -108,7 +110,7 @@ def _project(case_id: str) -> str | None:
         return None
 
 
-def _add_to_case(inv: Invocation, spent: Tally) -> None:
+def _add_to_case(inv: Invocation, spent: Tally, *, sync: bool = True) -> None:
     """case.json's running total (and per workflow): what ``case show`` and the case budget
     read. Nothing spent, nothing written."""
     if not spent.calls:
@@ -122,7 +124,7 @@ def _add_to_case(inv: Invocation, spent: Tally) -> None:
         cfg = load_config()
         with registry.update_case(inv.case_id, cfg.harness.thresholds,
                                   f"{inv.workflow} cost ${spent.usd:.4f}",
-                                  sync_now=dryrun.ACTIVE is None) as case:  # fmt: skip
+                                  sync_now=sync and dryrun.ACTIVE is None) as case:  # fmt: skip
             case.cost = add_spend(case.cost, inv.workflow, spent)
     except HarnessError as exc:  # the calls are in the cost log all the same
         log.warning("could not add the run's cost to case %s: %s", inv.case_id, exc.line())
