@@ -222,8 +222,13 @@ def _cells(path: Path, low: str, high: str, report: Report) -> dict[tuple[str, .
         if (low and ts < low) or (high and ts >= high):
             continue
         g = line.get
-        key = (str(g("project") or "-"), str(g("case") or "-"), str(g("workflow") or "-"),
-               str(g("role") or "-"), str(g("model") or "-"))  # fmt: skip  (= _KEYS)
+        key = (
+            str(g("project") or "-"),
+            str(g("case") or "-"),
+            str(g("workflow") or "-"),
+            str(g("role") or "-"),
+            str(g("model") or "-"),
+        )  # = _KEYS, in order
         cell = cells.get(key)
         if cell is None:
             cell = cells[key] = [0, 0, 0, 0, 0, 0.0]
