@@ -61,6 +61,10 @@ COMMANDS: dict[str, Entry] = {
     "admin": Entry("admin", 'Run one admin command line, e.g. harness admin "oncall status".'),
     "case": Entry("case", "The case registry: new, list, show, register-thread, close, migrate."),
     "status": Entry("status", "Report pause state, open cases and monitored MRs."),
+    "cost": Entry("cost", "What the model calls cost: per day, project, case and workflow."),
+    "eval": Entry(
+        "eval", "Run eval suites on the emulators: pass rates with intervals, ablations."
+    ),
     "pause": Entry("pause", "Pause automatic dispatch (optionally for a DURATION)."),
     "resume": Entry("resume", "End a pause."),
     "gates": Entry("gates", "Evaluate the quality gates on a completion report."),

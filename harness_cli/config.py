@@ -26,6 +26,7 @@ from pydantic import (
 from harness_cli import paths
 from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.bounds import InputBounds
+from harness_cli.cost.prices import CostSettings
 from harness_cli.delivery.monitor_thresholds import MonitorThresholds
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError
@@ -143,6 +144,9 @@ class HarnessConfig(_Human):
     """The box the agents' commands run in (bubblewrap); fail closed unless opted out."""
     inputs: InputBounds = Field(default_factory=InputBounds)
     """How much third-party text (ticket, replies, CI logs, tool results) a prompt takes."""
+    cost: CostSettings = Field(default_factory=CostSettings)
+    """The price table every model call is priced with, and the budgets (per case, per
+    workflow run, per day) that end a run at its next safe point."""
 
     @property
     def allowlist(self) -> list[str]:

@@ -328,6 +328,7 @@ class _Stream:
             for part in self.messages.values():
                 usage.add(part)
         cost = final.get("total_cost_usd")
+        reported = isinstance(cost, int | float)
         if not isinstance(cost, int | float):
             cost = cost_usd(self.model or "claude-sonnet", usage)
         result = RunResult(
@@ -338,6 +339,8 @@ class _Stream:
             usage=usage,
             cost_usd=float(cost),
             turns=int(final.get("num_turns") or len(self.messages)),
+            model=self.model,
+            cost_reported=reported,
         )
         subtype = final.get("subtype")
         if killed:

@@ -76,10 +76,16 @@ def build_runtime(
 
 def configured_runtime(cfg: Config) -> Runtime:
     """The runtime harness.yaml asks for (``HARNESS_RUNTIME`` still wins), with its model, its
-    sandbox and its input bounds: the one way a workflow builds its runtime."""
-    return build_runtime(
+    sandbox and its input bounds, metered (cost.metered): the one way a workflow builds its
+    runtime."""
+    from harness_cli.cost.metered import MeteredRuntime
+
+    inner = build_runtime(
         runtime_name(cfg.harness.runtime),
         model=cfg.harness.model,
         sandbox=cfg.harness.sandbox,
         inputs=cfg.harness.inputs,
     )
+    # Every workflow's runtime comes from here: the one place each model call is metered
+    # and each budget checked (harness_cli/cost).
+    return MeteredRuntime(inner, cfg.harness.cost, cfg.harness.model)

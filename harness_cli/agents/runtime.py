@@ -149,6 +149,10 @@ class RunResult:
     error: str | None = None
     reverted: list[str] = field(default_factory=list)
     """Paths the guard put back (changed outside the allowed root, or message.json)."""
+    model: str | None = None
+    """The model that answered, when the runtime learnt it (the claude CLI's init event)."""
+    cost_reported: bool = False
+    """``cost_usd`` is the runtime's own figure (the claude CLI's ``total_cost_usd``)."""
 
     @property
     def ok(self) -> bool:
@@ -163,27 +167,16 @@ class Runtime(Protocol):
 
 # -- prices ------------------------------------------------------------------------------------
 
-PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
-    "claude-opus-4-5": (5.0, 25.0),
-    "claude-opus-4-6": (5.0, 25.0),
-    "claude-opus-4": (15.0, 75.0),
-    "claude-sonnet": (3.0, 15.0),
-    "claude-haiku-4-5": (1.0, 5.0),
-    "claude-3-5-haiku": (0.8, 4.0),
-    "claude-3-haiku": (0.25, 1.25),
-}
-"""USD per million (input, output) tokens by model-name prefix; the longest prefix wins and an
-unknown model is priced as Sonnet. Cache writes cost 1.25× input (5-minute TTL), reads 0.1×."""
-CACHE_WRITE_FACTOR = 1.25
-CACHE_READ_FACTOR = 0.1
-
 
 def cost_usd(model: str, usage: Usage) -> float:
-    matches = [p for p in PRICES_PER_MTOK if model.startswith(p)]
-    price_in, price_out = PRICES_PER_MTOK[max(matches, key=len) if matches else "claude-sonnet"]
-    tokens_in = (
-        usage.input
-        + usage.cache_creation * CACHE_WRITE_FACTOR
-        + usage.cache_read * CACHE_READ_FACTOR
+    """What ``usage`` costs on ``model`` by the default price table (``cost.prices``; the
+    meter prices every recorded call with harness.yaml's own table)."""
+    from harness_cli.cost.prices import price_usd
+
+    return price_usd(
+        model,
+        input_tokens=usage.input,
+        output_tokens=usage.output,
+        cache_write_tokens=usage.cache_creation,
+        cache_read_tokens=usage.cache_read,
     )
-    return (tokens_in * price_in + usage.output * price_out) / 1_000_000

@@ -3,16 +3,25 @@ per-(workflow, case) lock that makes a second concurrent start exit 3."""
 
 from __future__ import annotations
 
+import logging
+import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness_cli.dispatch import Payload, load_payload
 from harness_cli.errors import InputError, PolicyRefused
 from harness_cli.state.locks import workflow_lock
 from harness_cli.workspace.case import validate_case_id
+
+if TYPE_CHECKING:
+    from harness_cli.cost.budgets import BudgetExceeded
+    from harness_cli.cost.meter import Tally
+
+log = logging.getLogger("harness.cost")
 
 
 @dataclass
@@ -40,9 +49,11 @@ def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> In
 
 
 @contextmanager
-def running(inv: Invocation) -> Iterator[Invocation]:
+def running(inv: Invocation, *, sync: bool = True) -> Iterator[Invocation]:
     """The per-(workflow, case) lock (exit 3), and the pause gate once more at start: a payload
-    dispatched by someone else's activity just before a pause must not run during it."""
+    dispatched by someone else's activity just before a pause must not run during it.
+    ``sync=False`` (``investigate --no-post``): the run's cost lands in case.json uncommitted,
+    like everything else the run wrote."""
     if inv.payload is not None:
         from harness_cli.intake import pause
 
@@ -63,5 +74,92 @@ def running(inv: Invocation) -> Iterator[Invocation]:
                 hint="held back: it runs by itself once the pause ends (`harness status` "
                 "lists it until then)",
             )
-    with workflow_lock(inv.workflow, inv.case_id):
+    with workflow_lock(inv.workflow, inv.case_id), metered(inv, sync=sync):
         yield inv
+
+
+@contextmanager
+def metered(inv: Invocation, *, sync: bool = True) -> Iterator[None]:
+    """The cost scope of one workflow run: every model call inside is recorded under this
+    case, project, workflow and run; at the end the run's spend is added to case.json; a
+    budget that ended the run gets its one DM here (the investigation ends with its own
+    ``exit=budget`` post instead and does not raise)."""
+    from harness_cli import clock
+    from harness_cli.cost import meter
+    from harness_cli.cost.budgets import BudgetExceeded
+
+    run = f"{inv.workflow}-{inv.case_id}-{clock.stamp()}-{os.getpid()}"
+    with meter.scope(case=inv.case_id, project=_project(inv.case_id), workflow=inv.workflow,
+                     run=run):  # fmt: skip
+        try:
+            yield
+        except BudgetExceeded as exc:
+            _tell_budget(inv, exc)
+            raise
+        finally:
+            _add_to_case(inv, meter.run_tally(run), sync=sync)
+
+
+def _project(case_id: str) -> str | None:
+    from harness_cli.errors import HarnessError
+    from harness_cli.workspace import registry
+
+    try:
+        return registry.load_case(case_id).project
+    except HarnessError:
+        return None
+
+
+def _add_to_case(inv: Invocation, spent: Tally, *, sync: bool = True) -> None:
+    """case.json's running total (and per workflow): what ``case show`` and the case budget
+    read. Nothing spent, nothing written."""
+    if not spent.calls:
+        return
+    from harness_cli import dryrun
+    from harness_cli.config import load_config
+    from harness_cli.errors import HarnessError
+    from harness_cli.workspace import registry
+
+    try:
+        cfg = load_config()
+        with registry.update_case(inv.case_id, cfg.harness.thresholds,
+                                  f"{inv.workflow} cost ${spent.usd:.4f}",
+                                  sync_now=sync and dryrun.ACTIVE is None) as case:  # fmt: skip
+            case.cost = add_spend(case.cost, inv.workflow, spent)
+    except HarnessError as exc:  # the calls are in the cost log all the same
+        log.warning("could not add the run's cost to case %s: %s", inv.case_id, exc.line())
+
+
+def add_spend(cost: dict[str, Any], workflow: str, spent: Tally) -> dict[str, Any]:
+    def plus(into: dict[str, Any]) -> dict[str, Any]:
+        out = dict(into)
+        for key in ("calls", "input", "output", "cache_write", "cache_read"):
+            out[key] = int(out.get(key, 0)) + getattr(spent, key)
+        out["tokens"] = out["input"] + out["output"] + out["cache_write"] + out["cache_read"]
+        out["usd"] = round(float(out.get("usd", 0.0)) + spent.usd, 6)
+        out["runs"] = int(out.get("runs", 0)) + 1
+        return out
+
+    total = plus({k: v for k, v in cost.items() if k != "by_workflow"})
+    per = dict(cost.get("by_workflow") or {})
+    per[workflow] = plus(per.get(workflow) or {})
+    return {**total, "by_workflow": per}
+
+
+def _tell_budget(inv: Invocation, exc: BudgetExceeded) -> None:
+    from harness_cli import dryrun
+    from harness_cli.config import load_config
+    from harness_cli.errors import HarnessError
+    from harness_cli.ops import notify
+    from harness_cli.services import factory
+
+    if dryrun.ACTIVE is not None:
+        return
+    try:
+        cfg = load_config()
+        notify.budget_reached(
+            factory.outbound(cfg), cfg, case_id=inv.case_id,
+            text=f"{inv.workflow} on {inv.case_id} stopped: {exc.message}. {exc.hint}.",
+        )  # fmt: skip
+    except HarnessError as err:  # the exit code and the log still say it
+        log.warning("could not DM the budget stop of %s: %s", inv.case_id, err.line())

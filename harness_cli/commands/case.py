@@ -119,6 +119,15 @@ def show(case_id: str = typer.Argument(..., help="The case id.")) -> None:
     }
     result = Result("case show", data=data)
     result.messages.append(json.dumps(data, indent=2))
+    if case.cost:
+        per = ", ".join(
+            f"{name} ${float(v.get('usd', 0)):.4f}"
+            for name, v in sorted((case.cost.get("by_workflow") or {}).items())
+        )
+        result.messages.append(
+            f"cost: ${float(case.cost.get('usd', 0)):.4f} · {int(case.cost.get('tokens', 0)):,} "
+            f"tokens · {int(case.cost.get('calls', 0))} call(s)" + (f" ({per})" if per else "")
+        )
     emit(result)
 
 

@@ -33,7 +33,7 @@ def investigate(
     from harness_cli.investigation.run import investigate_case
 
     inv = _workflow.resolve("investigate", case, payload)
-    with _workflow.running(inv):
+    with _workflow.running(inv, sync=not no_post):
         budget = load_config().harness.investigation.max_iterations
         with _progress.live(f"investigate {inv.case_id}", max_iterations=budget):
             outcome = investigate_case(inv.case_id, post=not no_post)

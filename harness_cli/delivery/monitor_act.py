@@ -101,10 +101,11 @@ def case_dir_of(entry: MonitoredMr) -> str:
     return entry.case_dir or str(registry.case_dir(entry.case_id).resolve())
 
 
-def dm(ctx: MonitorCtx, case_id: str | None, text: str) -> None:
+def dm(ctx: MonitorCtx, case_id: str | None, text: str, *, terminal: bool = False) -> None:
     """One message to the operator: in the case thread when there is one, else top-level in
-    the self-DM (the only place the harness speaks)."""
-    notify.dm(ctx.out, ctx.cfg, "mr_monitor", text, case_id=case_id)
+    the self-DM (the only place the harness speaks). ``terminal``: the MR's end or an
+    escalation — the message carries the case's cost so far."""
+    notify.dm(ctx.out, ctx.cfg, "mr_monitor", text, case_id=case_id, terminal=terminal)
 
 
 def dev_agent_busy(case_id: str) -> bool:
@@ -165,7 +166,7 @@ def finish(ctx: MonitorCtx, key: str, entry: MonitoredMr, mr: MergeRequest) -> N
     parts = [f"{key} {verb}.", case_line]
     if removed:
         parts.append(f"Worktree removed ({len(removed)} folder(s)).")
-    dm(ctx, entry.case_id, " ".join(p for p in parts if p))
+    dm(ctx, entry.case_id, " ".join(p for p in parts if p), terminal=True)
     with files.monitored_mrs().update() as state:
         state.mrs.pop(key, None)
     event(log, "mr_finished", case_id=entry.case_id, mr=key, state=mr.state)

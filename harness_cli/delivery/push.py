@@ -132,6 +132,10 @@ def push_with_recovery(
             return _escalate(outcome, outbound, cfg, wt, trail)
     else:
         outcome.last_error = rebase.error
+    from harness_cli import components
+
+    if not components.enabled("push_recovery_l2"):  # an eval ablation goes from L1 to L3
+        return _escalate(outcome, outbound, cfg, wt, trail)
     event(log, "push_l2_start", logging.WARNING, case_id=case_id, why=outcome.last_error)
     outcome.heal = self_heal_push_loop(
         wt,

@@ -52,9 +52,13 @@ class WireEvidence:
 
 def reply_gate(evidence: WireEvidence, body: str | None, *, note_is_current: bool) -> str | None:
     """The reply for one discussion, or None (no reply)."""
+    from harness_cli import components
+
+    text = " ".join((body or "").split())
+    if not components.enabled("reply_gate"):  # an eval ablation: the agent's word is taken
+        return f"{DONE}: {text}" if text else None
     if not evidence.moved_by_this_run or not note_is_current:
         return None
-    text = " ".join((body or "").split())
     if not text:
         return None
     sha = (evidence.pushed_sha or "")[:8]

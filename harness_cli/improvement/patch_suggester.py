@@ -142,7 +142,16 @@ def suggest(job: PatchJob) -> Suggestion:
             f"the improvement branch {wt.branch} could not be pushed: {outcome.last_error}",
             hint="the operator was told (L3); the worktree keeps the commit",
         )
-    return _submit(job, wt, meta, record, style)
+    return _submit(job, wt, meta, record, style, figures=_eval_figures(job, wt))
+
+
+def _eval_figures(job: PatchJob, wt: worktrees.Worktree) -> Any:
+    """The eval suite on the prompts and SOPs before and after this change (#18 point 4)."""
+    if not job.th.eval_suites:
+        return None
+    from harness_cli.eval.before_after import measure
+
+    return measure(list(job.th.eval_suites), job.th.eval_runs, wt.path)
 
 
 def _agent(job: PatchJob, wt: worktrees.Worktree, task: str, style: str) -> str:
@@ -261,6 +270,8 @@ def _submit(
     meta: dict[str, Any],
     record: acceptance.AcceptanceRecord | None,
     style: str,
+    *,
+    figures: Any = None,
 ) -> Suggestion:
     messages = [
         m.strip()
@@ -275,7 +286,9 @@ def _submit(
                 source_branch=wt.branch,
                 target_branch=wt.base_branch,
                 title=str(meta.get("mr_title") or f"Apply the lessons of case {job.case.id}"),
-                description=str(meta.get("mr_description") or ""),
+                description=figures.insert_into(str(meta.get("mr_description") or ""))
+                if figures is not None
+                else str(meta.get("mr_description") or ""),
                 commit_messages=messages,
                 case_id=job.case.id,
                 case_dir=job.case_dir,

@@ -41,6 +41,11 @@ class ImprovementThresholds(BaseModel):
     self_repo_checks: list[str] = Field(default_factory=lambda: ["make test"])
     """The improvement MR's own acceptance run, executed by the harness in the worktree before
     the MR may leave draft (the agent cannot declare its own success)."""
+    eval_suites: list[str] = Field(default_factory=lambda: ["investigation"])
+    """The eval suites finalize runs on the prompts and SOPs before and after the improvement,
+    whose figures (rendered from the run) go into the MR description; empty: none."""
+    eval_runs: int = Field(1, ge=1)
+    """Trials per case and variant of that eval."""
     self_repo_paths: list[str] = Field(
         default_factory=lambda: ["harness_cli/", "agent-config/prompts/", "sops/", "tests/"]
     )

@@ -13,7 +13,13 @@ from urllib.parse import parse_qs, urlsplit
 from harness_cli import clock, dispatch
 from harness_cli.errors import HarnessError, InputError
 from harness_cli.intake import pause
-from harness_cli.intake.admin_parser import USAGE, AdminCommand, AdminUsage, parse_admin
+from harness_cli.intake.admin_parser import (
+    USAGE,
+    AdminCommand,
+    AdminUsage,
+    parse_admin,
+    parse_amount,
+)
 from harness_cli.intake.context import Intake
 from harness_cli.logs import event
 from harness_cli.state import files
@@ -135,6 +141,8 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
 
             write_retrospective(ctx.cfg, case_id, reason="admin close-case")
         return f"{case_id} {'closed' if moved else 'was already closed'}"
+    if verb == "budget":
+        return _budget(ctx, validate_case_id(cmd.args[0]), parse_amount(cmd.args[1]))
     if verb in ("reopen", "accept-checks"):
         from harness_cli.delivery import reopen
 
@@ -146,6 +154,21 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         dispatch.spawn(["gap-patterns"], backend=ctx.backend)
         return "gap-patterns started"
     raise AdminUsage(f"unknown admin command {verb!r}")  # the parser admits nothing else
+
+
+def _budget(ctx: Intake, case_id: str, amount: float) -> str:
+    """``admin: budget <case> <amount>``: the case's own limit (case.json ``budget_usd``),
+    which the cost meter's case budget reads instead of harness.yaml's."""
+    with registry.update_case(case_id, ctx.cfg.harness.thresholds, f"budget ${amount:g}") as case:
+        before = case.budget_usd
+        case.budget_usd = amount
+    spent = float((case.cost or {}).get("usd", 0.0))
+    default = ctx.cfg.harness.cost.budgets.case_usd
+    was = f"${before:g}" if before is not None else (f"${default:g}" if default else "no limit")
+    return (
+        f"{case_id}: budget ${amount:g} (was {was}; spent ${spent:.4f} so far). Run the "
+        f"workflow again to go on, e.g. `harness investigate {case_id}`."
+    )
 
 
 def status_text(ctx: Intake) -> str:

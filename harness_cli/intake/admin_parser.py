@@ -26,6 +26,7 @@ admin commands (send them in your self-DM, prefixed with "admin:"):
   finalize <case>                   roll up gap reports into the improvement MR now
   register-thread <slack-url> <case>  link a Slack thread to a case
   close-case <case>                 mark a case finished
+  budget <case> <amount>            raise (or set) the case's spending limit in $ (e.g. 25)
   reopen <case>                     put a failed/stuck/closed case back for approval
   accept-checks <case>              accept the change to the required checks (MR leaves draft)
   gap-patterns                      cluster gap reports across cases now
@@ -45,7 +46,7 @@ class AdminCommand:
     verb: str
     """task, oncall-run, oncall-toggle, mr-rescan, mr-pause, mr-resume, oncall-pause,
     oncall-resume, oncall-status, finalize, register-thread, close-case, reopen, accept-checks,
-    gap-patterns, help."""
+    budget, gap-patterns, help."""
     args: tuple[str, ...] = ()
     flags: frozenset[str] = field(default_factory=frozenset)
     duration: timedelta | None = None
@@ -84,6 +85,7 @@ _ARITY: dict[str, tuple[int, str]] = {  # -1: zero or one argument
     "finalize": (1, "finalize <case>"),
     "register-thread": (2, "register-thread <slack-url> <case>"),
     "close-case": (1, "close-case <case>"),
+    "budget": (2, "budget <case> <amount>"),
     "reopen": (1, "reopen <case>"),
     "accept-checks": (1, "accept-checks <case>"),
     "gap-patterns": (0, "gap-patterns"),
@@ -117,6 +119,8 @@ def parse_admin(text: str) -> AdminCommand:
     arity, usage = _ARITY[head]
     if len(args) != arity and not (arity == -1 and len(args) <= 1):
         raise AdminUsage(f"usage: {usage}")
+    if head == "budget":
+        parse_amount(args[1])
     allowed = {"--auto"} if head == "task" else set()
     if flags - allowed:
         raise AdminUsage(f"unknown option {sorted(flags - allowed)[0]} for {head}")
@@ -147,6 +151,17 @@ def _two_word(head: str, args: tuple[str, ...], flags: frozenset[str]) -> AdminC
     if sub in ("rescan", "pause", "resume") and len(more) == 1:
         return AdminCommand(f"mr-{sub}", more)
     raise AdminUsage("usage: mr rescan|pause|resume <mr>")
+
+
+def parse_amount(text: str) -> float:
+    """A budget in dollars: ``25``, ``$25``, ``12.50``; more than zero."""
+    try:
+        value = float(text.strip().lstrip("$").replace(",", ""))
+    except ValueError:
+        raise AdminUsage(f"{text!r} is not an amount in dollars (try 25 or $12.50)") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise AdminUsage("a budget must be a positive amount of dollars")
+    return value
 
 
 def _unwrap(word: str) -> str:

@@ -17,14 +17,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness_cli.errors import ConfigError
 
 Runtime = Literal["anthropic", "claude-code"]
 RUNTIMES: tuple[Runtime, ...] = ("anthropic", "claude-code")
-ExitName = Literal["complete", "blocked", "stalled", "degrading", "timeout", "failed"]
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "evals" / "investigation"
+ExitName = Literal["complete", "blocked", "stalled", "degrading", "timeout", "failed", "budget"]
+EVALS_DIR = Path(__file__).resolve().parents[1] / "defaults" / "evals"
+"""The eval suites, shipped in the package (``evals/`` in a checkout links here)."""
+DEFAULT_DIR = EVALS_DIR / "investigation"
+LIVE = "live"
+"""``script: live``: no emulator plays the model; the real API answers every role."""
 
 
 class _Strict(BaseModel):
@@ -42,6 +46,9 @@ class Setup(_Strict):
     """Environment for the run; None unsets a variable (e.g. ``ANTHROPIC_API_KEY: null``)."""
     runtimes: list[Runtime] = Field(default_factory=lambda: list(RUNTIMES))
     """Where the case applies."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """harness.yaml keys for this case, merged into the example config section by section
+    (e.g. ``cost: {budgets: {workflow_tokens: 20000}}``)."""
 
 
 class ReviewExpect(_Strict):
@@ -51,8 +58,50 @@ class ReviewExpect(_Strict):
     """The verdict's decision after the review."""
 
 
+class DeliveryExpect(_Strict):
+    """The end of a delivery case, from GitLab's and Slack's side and the case folder."""
+
+    status: str | None = None
+    """case.json's status."""
+    mr_state: str | None = None
+    """The MR's state on GitLab (opened, merged, closed); None: not checked."""
+    mr_draft: bool | None = None
+    """The MR is (still) a draft: not marked ready."""
+    acceptance: Literal["pass", "fail", "none"] | None = None
+    """The latest acceptance record's verdict (``none``: no record)."""
+    replies_contain: list[str] = Field(default_factory=list)
+    """Texts the reviewers' threads on the MR must have received."""
+    replies_lack: list[str] = Field(default_factory=list)
+    """Texts no reply may carry (a "Done" that no push backs)."""
+    dm_contains: list[str] = Field(default_factory=list)
+    dm_lacks: list[str] = Field(default_factory=list)
+    pushed: bool | None = None
+    """The case branch reached the remote."""
+    last_pipeline: str | None = None
+    """The status of the MR branch's newest pipeline (e.g. success)."""
+    branch_contains: list[str] = Field(default_factory=list)
+    """Text the pushed branch's files must contain (the fix really landed)."""
+    forbidden_files: list[str] = Field(default_factory=list)
+    """Paths the branch may not touch (e.g. the tests the agent was told to leave alone)."""
+
+
+class DeliverySetup(_Strict):
+    """A delivery case: the sandbox's sample project on the GitLab emulator, a case approved
+    for work, and the flow to run."""
+
+    flow: Literal["task", "fix_ci", "address_review", "conflict"]
+    """``task``: dev-agent --mode task; ``fix_ci``: the MR's pipeline goes red and mr-monitor
+    dispatches fix_ci; ``address_review``: a reviewer comments and mr-monitor dispatches
+    address_review; ``conflict``: someone pushes to the branch first, so the push needs L1/L2."""
+    review_note: str = "Please add a comment explaining the threshold."
+    """The reviewer's comment (address_review)."""
+    required_checks: list[str] | None = None
+    """The project's required checks (default: the sample project's)."""
+
+
 class Expect(_Strict):
-    exit: ExitName
+    exit: ExitName | None = None
+    """The investigation's exit name (investigation cases)."""
     exit_code: int = 0
     """``harness investigate``'s exit code."""
     iterations: int | None = None
@@ -79,6 +128,8 @@ class Expect(_Strict):
     task_lacks: list[str] = Field(default_factory=list)
     case_show_contains: list[str] = Field(default_factory=list)
     review: ReviewExpect | None = None
+    delivery: DeliveryExpect | None = None
+    """What must hold at the end of a delivery case (``kind: delivery``)."""
 
 
 class LibraryCase(_Strict):
@@ -91,19 +142,55 @@ class LibraryCase(_Strict):
     defect: str = ""
     """Where the case comes from (e.g. "#15 point 3"), if it reproduces a known defect."""
     script: str = "inv_honest"
-    """The model: a shipped script by name (``harness_cli/sandbox/scripts/<name>.yaml``)…"""
+    """The model: a shipped script by name (``harness_cli/sandbox/scripts/<name>.yaml``), or
+    ``live`` (``LIVE``): the real API for every role, with the key and endpoint of the
+    environment ``harness eval`` runs in (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)…"""
     roles: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
-    """… with these roles' rules replacing the script's (the part that misbehaves)."""
+    """… with these roles' rules replacing the script's (the part that misbehaves)…"""
+    rules_first: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    """… or tried before the script's own rules of that role (one step misbehaves, the rest
+    of the role plays as scripted)."""
     captures: dict[str, str] = Field(default_factory=dict)
     """Extra ``{placeholders}`` read from the prompt (the script format's ``captures``)."""
     variables: dict[str, str] = Field(default_factory=dict)
+    behaviours: dict[str, float] = Field(default_factory=dict)
+    """A stochastic model: behaviours a trial has with these probabilities, drawn from its seed
+    (the script format's ``behaviours``; rules say ``when: {behaviour: NAME}``)."""
     setup: Setup = Field(default_factory=Setup)
+    kind: Literal["investigation", "delivery"] = "investigation"
+    """Which subcommands a trial runs: investigate + review, or the delivery flow."""
+    delivery: DeliverySetup | None = None
     expect: Expect
+
+    @model_validator(mode="after")
+    def _kind(self) -> LibraryCase:
+        if self.kind == "investigation" and self.expect.exit is None:
+            raise ValueError("an investigation case needs expect.exit")
+        if self.kind == "delivery" and (self.delivery is None or self.expect.delivery is None):
+            raise ValueError("a delivery case needs delivery: and expect.delivery:")
+        if self.live:
+            scripted = [name for name, value in (
+                ("roles", self.roles), ("rules_first", self.rules_first),
+                ("behaviours", self.behaviours), ("setup.faults", self.setup.faults),
+                ("expect.prompt_contains", self.expect.prompt_contains),
+                ("expect.prompt_once", self.expect.prompt_once)) if value]  # fmt: skip
+            if scripted:
+                raise ValueError(
+                    f"a live case has no script to shape or read: drop {', '.join(scripted)}"
+                )
+        return self
+
+    @property
+    def live(self) -> bool:
+        """The real API plays every role (``script: live``)."""
+        return self.script == LIVE
 
     def model_source(self) -> dict[str, Any]:
         """The model script: the named one with this case's roles and captures laid over it."""
         from harness_cli.sandbox.model_script import SCRIPTS_DIR
 
+        if self.live:
+            raise ConfigError(f"library case {self.id} is live: it has no model script")
         path = SCRIPTS_DIR / f"{self.script}.yaml"
         try:
             base = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -111,7 +198,10 @@ class LibraryCase(_Strict):
             raise ConfigError(f"library case {self.id}: no model script {path}") from None
         base["description"] = self.description
         base.setdefault("roles", {}).update(self.roles)
+        for role, rules in self.rules_first.items():
+            base["roles"][role] = [*rules, *base["roles"].get(role, [])]
         base["captures"] = {**base.get("captures", {}), **self.captures}
+        base["behaviours"] = {**base.get("behaviours", {}), **self.behaviours}
         return dict(base)
 
 
@@ -128,7 +218,8 @@ def load_library(folder: Path = DEFAULT_DIR) -> list[LibraryCase]:
             raise ConfigError(f"library case {path}: id {case.id!r} must match the file name")
         from harness_cli.sandbox.model_script import load_script
 
-        load_script(case.model_source(), case.variables or None)  # a bad script fails here
+        if not case.live:
+            load_script(case.model_source(), case.variables or None)  # a bad script fails here
         cases.append(case)
     return sorted(cases, key=lambda c: c.id)
 
@@ -163,10 +254,19 @@ class Observed:
     model calls they made (prompt, gates, the lock check, the records written)."""
     wall_seconds: float = 0.0
     """Wall time of the whole `harness investigate` command."""
+    usd: float = 0.0
+    """What the trial's model calls cost (its cost log)."""
+    tokens: int = 0
+    delivery: dict[str, Any] = field(default_factory=dict)
+    """A delivery case's end state (``sandbox.delivery_eval``)."""
 
 
 def check(case: LibraryCase, seen: Observed) -> list[str]:
     """Every way ``seen`` differs from ``case.expect``; [] is a pass."""
+    if case.kind == "delivery":
+        from harness_cli.eval.delivery_grader import delivery_problems
+
+        return delivery_problems(case, seen)
     e = case.expect
     bad: list[str] = []
 
@@ -175,7 +275,8 @@ def check(case: LibraryCase, seen: Observed) -> list[str]:
             bad.append(what)
 
     want(not seen.unmatched, f"the model script left requests unmatched: {seen.unmatched[:2]}")
-    want(seen.exit == e.exit, f"exit {seen.exit!r}, expected {e.exit!r} ({seen.exit_line})")
+    if e.exit is not None:
+        want(seen.exit == e.exit, f"exit {seen.exit!r}, expected {e.exit!r} ({seen.exit_line})")
     want(seen.exit_code == e.exit_code, f"exit code {seen.exit_code}, expected {e.exit_code}")
     if e.iterations is not None:
         want(seen.iterations == e.iterations, f"{seen.iterations} iterations, not {e.iterations}")

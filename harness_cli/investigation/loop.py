@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_cli import components
 from harness_cli.config import Config
+from harness_cli.cost import meter
 from harness_cli.investigation import precommit
 from harness_cli.investigation.analysis import investigator_notes
 from harness_cli.investigation.anchor import empirical_anchor
@@ -80,8 +82,16 @@ class Loop:
         return render(self.cfg, name, **values)
 
     def run(self) -> LoopResult:
+        from harness_cli.cost.budgets import BudgetExceeded
+
         try:
             decision = self._run()
+        except BudgetExceeded as exc:  # the safe point: before a call, everything saved
+            event(log, "investigation_budget_reached", logging.WARNING, case_id=self.case.id,
+                  budget=exc.kind, unit=exc.unit, limit=exc.limit, usd=exc.spent.usd)  # fmt: skip
+            decision = Decision(
+                "exit_budget", exc.line(), exit_note=exc.note, exit_code=exc.exit_code
+            )
         except ModelUnavailable as exc:
             event(log, "investigation_could_not_run", logging.ERROR, case_id=self.case.id,
                   kind=exc.kind, role=exc.role, error=exc.detail[:500])  # fmt: skip
@@ -121,10 +131,13 @@ class Loop:
                 case_id=self.case.id,
                 iteration=str(n),
                 max_iterations=str(t.max_iterations),
-                anchor=empirical_anchor() if n == 1 else "",
-                pinned=pinned_block(self.report),
+                anchor=empirical_anchor()
+                if n == 1 and components.enabled("empirical_anchor")
+                else "",
+                pinned=pinned_block(self.report) if components.enabled("context_pinning") else "",
             )
-            text = self.runner("investigator", prompt, context=context)
+            with meter.scope(iteration=n):
+                text = self.runner("investigator", prompt, context=context)
             tools = self.runner.take_tools()
             self.run_tools += tools
             slate, lock_notes = self._lock(slate)
@@ -135,7 +148,8 @@ class Loop:
             self._save_iteration(n, prompt, text, verdict, time.monotonic() - began)
             if verdict.decision is not None and verdict.decision.action == "review":
                 assert self.report is not None
-                verdict = self._review(n, slate, found, tools)
+                with meter.scope(iteration=n):
+                    verdict = self._review(n, slate, found, tools)
             decision = verdict.decision
             assert decision is not None
             notes = [*pending_guard_notes(verdict), *lock_notes]
@@ -200,6 +214,8 @@ class Loop:
         return verdict
 
     def _slate(self) -> tuple[precommit.Slate, list[str]]:
+        if not components.enabled("precommit_lock"):  # an eval ablation: no slate, no lock
+            return precommit.Slate(), []
         locked, notes = self._enforce()
         if locked is not None:
             return locked, notes
@@ -211,17 +227,20 @@ class Loop:
             min_candidates=str(precommit.MIN_CANDIDATES),
             criteria_range=f"{precommit.CRITERIA[0]}-{precommit.CRITERIA[1]}",
         )
-        slate, notes = precommit.commit(
-            self.case_dir,
-            lambda p: self.runner("precommit", p),
-            first,
-            committer=self.committer,
-        )
+        with meter.scope(iteration=0):
+            slate, notes = precommit.commit(
+                self.case_dir,
+                lambda p: self.runner("precommit", p),
+                first,
+                committer=self.committer,
+            )
         self.runner.take_tools()
         return slate, notes
 
     def _lock(self, slate: precommit.Slate) -> tuple[precommit.Slate, list[str]]:
         """After every call: the lock file against its record, put back if it was changed."""
+        if not components.enabled("precommit_lock"):
+            return slate, []
         locked, notes = self._enforce()
         return (locked or slate), notes
 

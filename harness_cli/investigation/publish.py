@@ -141,6 +141,11 @@ def dm_text(case_id: str, line: str, result: LoopResult) -> str:
             [f"`{line}`", f"The investigation could not run: {decision.reason}",
              f"Nothing was concluded. The iterations so far are in case {case_id}."]
         )  # fmt: skip
+    if reason == "budget":
+        return "\n".join(
+            [f"`{line}`", f"The investigation stopped at its budget: {decision.reason}",
+             f"Every iteration so far is kept in case {case_id}; nothing was concluded."]
+        )  # fmt: skip
     held = [f"• {b}" for b in blockers(report, result.tools)]
     return "\n".join(
         [f"`{line}`", "The investigation needs you before it can go on.",
@@ -150,9 +155,13 @@ def dm_text(case_id: str, line: str, result: LoopResult) -> str:
 
 def _post(cfg: Config, case_id: str, line: str, result: LoopResult, out: Outbound) -> str | None:
     thread = registry.case_thread(case_id)  # either map: an `admin: task` case's is a task one
+    from harness_cli.cost.meter import spend_line
+
     dm = cfg.harness.operator.self_dm_channel
+    text = dm_text(case_id, line, result)
+    cost = spend_line(case_id)
     return out.post(
-        dm, dm_text(case_id, line, result), thread_ts=thread.thread_ts if thread else None
+        dm, f"{text}\n{cost}" if cost else text, thread_ts=thread.thread_ts if thread else None
     )
 
 

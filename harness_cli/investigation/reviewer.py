@@ -13,6 +13,7 @@ critical review with that reason: an unreadable verdict is not a pass.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from harness_cli import components
 from harness_cli.investigation.jsonblocks import json_objects
 from harness_cli.investigation.report import CompletionReport
 from harness_cli.investigation.review import DIMENSIONS, ReviewVerdict
@@ -43,6 +45,17 @@ class ReviewOutcome:
     raw: dict[str, Any]
     staged: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per reviewer, the files it was given (name → sha256): what it could see."""
+
+
+ABLATED_ADVERSARIAL = json.dumps(
+    {"dimensions": dict.fromkeys(DIMENSIONS, "PASS"), "severity": "none",
+     "notes": ["adversarial_reviewer ablated by an eval trial: no review was run"]}
+)  # fmt: skip
+"""What an eval trial that ablates the adversarial reviewer puts in its place: a clean pass."""
+ABLATED_RED_TEAM = json.dumps(
+    {"hypothesis": "(red_team ablated by an eval trial)", "diverges": False}
+)
+"""… and for the red team: agreement."""
 
 
 def conclusion_of(report: CompletionReport) -> str:
@@ -70,7 +83,11 @@ def review(
             slate=scrub(narrative.slate, hidden),
             analysis=scrub(narrative.text(), hidden),
         )
-        adversarial_text = runner.isolated("adversarial-reviewer", prompt, stage.dir)
+        adversarial_text = (
+            runner.isolated("adversarial-reviewer", prompt, stage.dir)
+            if components.enabled("adversarial_reviewer")
+            else ABLATED_ADVERSARIAL
+        )
         adversarial_files = dict(stage.files)
     with staged("red-team") as stage:
         conclusion = conclusion_of(report)
@@ -78,7 +95,11 @@ def review(
         prompt = render(
             "red-team", ticket=scrub(ticket, hidden), conclusion=scrub(conclusion, hidden)
         )
-        red_text = runner.isolated("red-team", prompt, stage.dir)
+        red_text = (
+            runner.isolated("red-team", prompt, stage.dir)
+            if components.enabled("red_team")
+            else ABLATED_RED_TEAM
+        )
         red_files = dict(stage.files)
     outcome = merge(adversarial_text, red_text)
     outcome.staged = {"adversarial-reviewer": adversarial_files, "red-team": red_files}

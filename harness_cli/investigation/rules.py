@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness_cli import components
 from harness_cli.investigation.exits import exit_line, trajectory
 from harness_cli.investigation.report import Action
 from harness_cli.investigation.thresholds import DEFAULT_THRESHOLDS, InvestigationThresholds
@@ -187,7 +188,9 @@ def _natural(history: Sequence[Verdict], verdict: Verdict, t: InvestigationThres
             notes=("[COMPLETE] you declared COMPLETE with open questions: answer each one or "
                    "explain why it no longer matters and remove it.",),
         )  # fmt: skip
-    if verdict.confidence < t.exit_confidence:
+    # force_rules off (an eval ablation): the model's exit signal is taken as given.
+    forcing = components.enabled("force_rules")
+    if verdict.confidence < t.exit_confidence and forcing:
         forced = _force(
             history, "CONFIDENCE_FORCE", t,
             f"you declared COMPLETE at {verdict.confidence}% confidence, under the "
@@ -202,7 +205,7 @@ def _natural(history: Sequence[Verdict], verdict: Verdict, t: InvestigationThres
             f"{t.force_continue_max} forced rounds",
             exit_note=f"under {t.exit_confidence}% after {t.force_continue_max} forced rounds",
         )
-    if not verdict.causal_chain_complete:
+    if not verdict.causal_chain_complete and forcing:
         return _untraced(history, verdict, t)
     blocking = _blocking(verdict)
     if blocking:
@@ -211,7 +214,7 @@ def _natural(history: Sequence[Verdict], verdict: Verdict, t: InvestigationThres
 
 
 def _blocked(history: Sequence[Verdict], verdict: Verdict, t: InvestigationThresholds) -> Decision:
-    if "G4" not in verdict.codes:
+    if "G4" not in verdict.codes or not components.enabled("force_rules"):
         return Decision(
             "exit_blocked", "blocked: a human has to clear it", exit_note=EXIT_NOTES["blocked"]
         )

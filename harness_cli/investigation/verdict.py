@@ -23,13 +23,16 @@ Action = Literal[
     "exit_degrading",
     "exit_timeout",
     "exit_failed",
+    "exit_budget",
 ]
 """``continue``: another investigation iteration, with the guard notes at the head of its
 prompt. ``review``: ready for the adversarial (D1-D15) and red-team (G5) reviews. ``exit_*``:
 the loop ends with that reason — the reference's five honest ways to end (complete, blocked,
 stalled, degrading, timeout), and a sixth the harness adds in the same exit-line shape:
 ``failed``, the run could not investigate (the model unreachable, its credentials refused, or
-no readable completion report round after round), with the real cause as the line's note."""
+no readable completion report round after round), with the real cause as the line's note; and
+``budget``: a spending limit (``cost.budgets``) was reached before the next model call (exit
+code 4, what was spent as the note)."""
 
 ForceRule = Literal["CONFIDENCE_FORCE", "CAUSAL_CHAIN_FORCE", "G_BLOCKER_FORCE"]
 Severity = Literal["critical", "minor", "none"]

@@ -32,13 +32,32 @@ def with_case(case_id: str, text: str) -> str:
     return text if case_id in text else f"*{case_id}*: {text}"
 
 
-def dm(out: Outbound, cfg: Config, kind: str, text: str, *, case_id: str | None = None) -> str:
+TERMINAL = frozenset({"mr_opened", "mr_merged", "ci_escalation", "push_escalation",
+                      "budget_reached", "dev_agent_outcome"})  # fmt: skip
+"""The kinds that end a workflow: they carry the cost line (``cost.meter.spend_line``)."""
+
+
+def dm(
+    out: Outbound,
+    cfg: Config,
+    kind: str,
+    text: str,
+    *,
+    case_id: str | None = None,
+    terminal: bool = False,
+) -> str:
     """Post one notification — in the case's thread when it has one, naming the case; returns
-    its ts."""
+    its ts. A message that ends a workflow or an MR (a ``TERMINAL`` kind, or ``terminal``)
+    also carries the cost line: this run's spend and the case's so far (#18)."""
+    if case_id:  # named before the cost line is added: that line names the case too
+        text = with_case(case_id, text)
+    if terminal or kind in TERMINAL:
+        from harness_cli.cost.meter import spend_line
+
+        line = spend_line(case_id)
+        text = f"{text}\n{line}" if line else text
     channel = cfg.harness.operator.self_dm_channel
     thread = case_thread(case_id) if case_id else None
-    if case_id:
-        text = with_case(case_id, text)
     if thread is not None and thread.channel == channel:
         ts = out.post(channel, text, thread_ts=thread.thread_ts)
     else:
@@ -67,6 +86,11 @@ def mr_opened(
         " (draft: acceptance has not passed on its head)" if draft else ""
     )
     return dm(out, cfg, "mr_opened", text, case_id=case_id)
+
+
+def budget_reached(out: Outbound, cfg: Config, *, case_id: str, text: str) -> str:
+    """A budget ended a workflow run (``cost.budgets``): what was spent and how to go on."""
+    return dm(out, cfg, "budget_reached", text, case_id=case_id)
 
 
 def mr_merged(out: Outbound, cfg: Config, *, case_id: str, mr: str, detail: str = "") -> str:

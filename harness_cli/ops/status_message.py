@@ -184,8 +184,9 @@ class StatusReporter:
             if self.quiet:
                 return
             self.phase = ""
-            tokens = f" ({self.tokens:,} tokens)" if self.tokens else ""
-            text = self.render(icon, status + tokens)
+            cost = _cost_line()
+            tokens = f" ({self.tokens:,} tokens)" if self.tokens and not cost else ""
+            text = self.render(icon, status + tokens) + (f"\n{cost}" if cost else "")
             if self.ts is None:
                 self._post_final(text)
             elif not self._edit(force=True, text=text):
@@ -200,6 +201,15 @@ class StatusReporter:
     def _go_quiet(self, action: str, exc: HarnessError) -> None:
         self.quiet = True
         event(log, "status_message_off", logging.WARNING, action=action, error=exc.line())
+
+
+def _cost_line() -> str:
+    """The closing edit ends the run: it states what the run spent and the case so far, from
+    the cost meter (#18); empty when nothing was metered."""
+    from harness_cli.cost.meter import current, spend_line
+
+    case = current().get("case")
+    return spend_line(str(case) if case else None)
 
 
 def observe(status: RunStatus | None, *, case_id: str, role: str) -> Callable[[RunEvent], None]:

@@ -93,6 +93,7 @@ def last_24h(now: datetime | None = None, window: timedelta = WINDOW) -> Summary
     since = now - window
     summary = Summary(since=since.isoformat())
     _from_logs(summary, since, now)
+    _from_cost(summary, since, now)
     _from_registry(summary, since)
     _from_state(summary)
     return summary
@@ -109,9 +110,6 @@ def _from_logs(summary: Summary, since: datetime, now: datetime) -> None:
             summary.errors += 1
         if name in RUN_EVENTS:
             runs[str(entry.get("role") or name)] += 1
-            for key in _TOKEN_FIELDS:
-                summary.tokens[key] += _int(entry.get(key))
-            summary.cost_usd += float(entry.get("cost_usd") or 0)
         elif name == "spawn":
             summary.spawns += 1
         elif name == "dispatch":
@@ -127,6 +125,20 @@ def _from_logs(summary: Summary, since: datetime, now: datetime) -> None:
             escalations[name] += 1
     summary.runs, summary.exits = dict(runs), dict(exits)
     summary.escalations, summary.notifications = dict(escalations), dict(notified)
+
+
+def _from_cost(summary: Summary, since: datetime, now: datetime) -> None:
+    """Tokens and $ from the cost meter: every model call of every workflow, priced once."""
+    from harness_cli.cost.meter import totals
+
+    t = totals(since=since, until=now + timedelta(seconds=1)).total
+    summary.tokens = {
+        "input_tokens": t.input,
+        "output_tokens": t.output,
+        "cache_creation_tokens": t.cache_write,
+        "cache_read_tokens": t.cache_read,
+    }
+    summary.cost_usd = round(t.usd, 6)
 
 
 def _entries(log: Path, since: datetime, summary: Summary) -> Iterator[dict[str, Any]]:
@@ -177,7 +189,3 @@ def _from_state(summary: Summary) -> None:
     summary.escalated_mrs = sorted(k for k, m in mrs.items() if m.escalated)
     servers = state_file().read().servers
     summary.mcp_failing = sorted(n for n, h in servers.items() if h.failures > 0)
-
-
-def _int(value: object) -> int:
-    return int(value) if isinstance(value, int | float) else 0

@@ -116,8 +116,9 @@ class AnthropicEmulator(Emulator):
         self,
         source: Script | Mapping[str, Any] | Path | str,
         variables: Mapping[str, str] | None = None,
+        seed: int | None = None,
     ) -> Script:
-        script = load_script(source, variables)
+        script = load_script(source, variables, seed)
         with self.lock:
             self.script = script
         return script
@@ -144,7 +145,7 @@ class AnthropicEmulator(Emulator):
             source = body.get("script") or body.get("path") or body.get("name")
             if source is None:
                 raise KeyError(action)
-            script = self.load_script(source, body.get("variables"))
+            script = self.load_script(source, body.get("variables"), body.get("seed"))
             return {"ok": True, "roles": sorted(script.roles)}
         if action == "usage":
             return self.usage_totals()

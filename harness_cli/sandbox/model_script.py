@@ -15,10 +15,17 @@ request itself — never by a global call counter, because the claude CLI makes 
 - Strings in a reply may hold ``{name}`` placeholders: the script's ``vars``, the loader's
   variables, then ``cwd`` (from the request's "working directory" line), ``role`` and ``turn``;
   later sources win. Unknown names are left as written, so JSON braces need no escaping.
+- Stochastic models (for ``harness eval``): ``behaviours: {NAME: p}`` names behaviours a trial
+  has with probability ``p``, drawn once per trial from the loader's ``seed``; a rule's
+  ``when: {behaviour: NAME}`` (or ``not_behaviour``) holds only in trials that have it (or
+  lack it). ``when: {chance: p}`` holds for a request with probability ``p``, drawn from the
+  seed, the rule and the request's state — never from a call counter — so a replay with the
+  same seed answers the same way. Without a seed (seed 0) the draws are fixed all the same.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +47,7 @@ from harness_cli.errors import ConfigError
 __all__ = [
     "DEFAULT_ROLE",
     "SCRIPTS_DIR",
+    "Luck",
     "Match",
     "Reply",
     "RequestView",
@@ -88,10 +96,20 @@ class When(BaseModel):
     """A regular expression found (``re.search``, multi-line) in the user's own text."""
     system_contains: str | None = None
     """The system prompt contains this text."""
+    behaviour: str | None = None
+    """This trial has the behaviour (the script's ``behaviours``, drawn from the seed)."""
+    not_behaviour: str | None = None
+    """This trial lacks the behaviour."""
+    chance: float | None = Field(None, ge=0, le=1)
+    """Holds with this probability, drawn per request from the seed and the request's state."""
 
-    def holds(self, view: RequestView) -> bool:
+    def holds(self, view: RequestView, luck: Luck | None = None) -> bool:
         results = view.tool_results
+        luck = luck or Luck()
         checks = [
+            self.behaviour is None or self.behaviour in luck.active,
+            self.not_behaviour is None or self.not_behaviour not in luck.active,
+            self.chance is None or luck.draw(view) < self.chance,
             self.turn is None or view.turn == self.turn,
             self.turn_at_least is None or view.turn >= self.turn_at_least,
             self.tools is None or (self.tools == "present") == bool(view.tools),
@@ -111,6 +129,24 @@ class When(BaseModel):
             self.system_contains is None or self.system_contains in view.system_text,
         ]
         return all(checks)
+
+
+@dataclass(frozen=True)
+class Luck:
+    """A trial's draws: the behaviours it has, and the per-request ``chance`` draw."""
+
+    seed: int = 0
+    active: frozenset[str] = frozenset()
+    rule: str = ""
+
+    def draw(self, view: RequestView) -> float:
+        return uniform(self.seed, "chance", self.rule, view.role, str(view.turn), view.user_text)
+
+
+def uniform(seed: int, *keys: str) -> float:
+    """A number in [0, 1) that depends only on the seed and the keys."""
+    digest = hashlib.sha256("\x1f".join((str(seed), *keys)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 class ToolCall(BaseModel):
@@ -177,6 +213,16 @@ class Script(BaseModel):
     """``{name}`` placeholders read from the request: name → a regular expression searched in
     the user's own text; its first group (or the whole match) is the value, e.g.
     ``iteration: 'iteration (\\d+) of'``. A capture that does not match is left unset."""
+    behaviours: dict[str, float] = Field(default_factory=dict)
+    """Behaviours a trial has with these probabilities (``when: {behaviour: NAME}``)."""
+    seed: int = 0
+    """The trial's seed (set by the loader): what the behaviour and chance draws depend on."""
+
+    def active(self) -> frozenset[str]:
+        """The behaviours this seed draws."""
+        return frozenset(
+            name for name, p in self.behaviours.items() if uniform(self.seed, "behaviour", name) < p
+        )
 
     @field_validator("captures")
     @classmethod
@@ -338,9 +384,11 @@ def match_request(script: Script | None, view: RequestView) -> Match:
     if script is None:
         return Match(view, view.role, None, None, unmatched="no script is loaded")
     roles = [view.role] if view.role == DEFAULT_ROLE else [view.role, DEFAULT_ROLE]
+    active = script.active()
     for role in roles:
         for index, rule in enumerate(script.roles.get(role, [])):
-            if not rule.when.holds(view):
+            luck = Luck(script.seed, active, f"{role}/{rule.name or index}")
+            if not rule.when.holds(view, luck):
                 continue
             variables = {
                 **script.vars,
@@ -368,9 +416,10 @@ def match_request(script: Script | None, view: RequestView) -> Match:
 def load_script(
     source: Script | Mapping[str, Any] | Path | str,
     variables: Mapping[str, str] | None = None,
+    seed: int | None = None,
 ) -> Script:
     """A script from a YAML file, a shipped script's name (``smoke``), an inline dict or a
-    ``Script``; ``variables`` override the script's own ``vars``."""
+    ``Script``; ``variables`` override the script's own ``vars``; ``seed`` is the trial's."""
     origin = "inline script"
     if isinstance(source, Script):
         script = source.model_copy(deep=True)
@@ -399,6 +448,8 @@ def load_script(
             ) from None
     if variables:
         script.vars.update(variables)
+    if seed is not None:
+        script.seed = seed
     return script
 
 

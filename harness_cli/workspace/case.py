@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -108,6 +108,13 @@ class Case(_Record):
     created_at: datetime
     updated_at: datetime
     history: list[Transition] = Field(default_factory=list)
+    cost: dict[str, Any] = Field(default_factory=dict)
+    """What the case's model calls cost so far (``cost.meter``): ``usd``, ``calls``, the
+    tokens (``input``, ``output``, ``cache_write``, ``cache_read``, ``tokens``) and the same
+    per workflow under ``by_workflow``; added to at the end of every workflow run."""
+    budget_usd: float | None = None
+    """The operator's own limit for this case (``admin: budget <case> <amount>``); None:
+    harness.yaml's ``cost.budgets.case_usd``."""
 
     def move(self, to: str, *, by: str = "", note: str = "") -> bool:
         """Apply a status transition; False when already there (idempotent re-runs)."""

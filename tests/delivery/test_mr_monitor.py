@@ -201,10 +201,12 @@ def test_permanently_red_three_attempts_then_one_escalation_then_silence(world: 
     assert len(world.dispatched("fix_ci")) == 3
     assert len({p["args"]["pipeline_id"] for p in world.dispatched()}) == 3
     world.push("harness/AAA-1")  # the 4th red pipeline
+    _spent(CASE, 0.07)
     data = world.cycle()
     assert data["escalated"] == [key] and data["dispatched"] == []
     [dm] = [t for t in world.dms() if "still red" in t]
     assert "3 fix attempt(s)" in dm and f"admin: mr resume {key}" in dm
+    assert dm.endswith(f"\nCost: case {CASE} so far $0.0700")
     assert dm.count("pipeline #") == 4 and "Result forced by the sandbox" in dm
     for _ in range(10):
         world.cycle()
@@ -498,6 +500,7 @@ def test_merge_removes_the_worktree_closes_the_case_and_says_so_once(
     )
     iid = world.open_mr("harness/AAA-1", result="success", fix=True)
     world.cycle()
+    _spent(CASE, 0.42)
     assert world.emu.control("merge", {"project": PATH, "iid": iid})["ok"]
     data = world.cycle()
     assert data["finished"] == [f"{PATH}!{iid} merged"]
@@ -509,11 +512,23 @@ def test_merge_removes_the_worktree_closes_the_case_and_says_so_once(
     assert case["mrs"][0]["state"] == "merged"
     for _ in range(3):
         world.cycle()
-    assert len([t for t in world.dms() if "merged" in t]) == 1
+    [merged] = [t for t in world.dms() if "merged" in t]
+    assert merged.endswith(f"\nCost: case {CASE} so far $0.4200")  # #18: the case's spend
     assert world.dispatched() == []
     # "a review thread that just closed": TASK.md is consolidated as the case ends
     [consolidate] = payloads(world.tmp, "consolidate")
     assert consolidate["case_id"] == CASE and consolidate["trigger"]["kind"] == "mr_merged"
+
+
+def _spent(case_id: str, usd: float) -> None:
+    """What the case's workflow runs added to case.json (``_workflow.metered`` at their end)."""
+    from harness_cli.commands._workflow import add_spend
+    from harness_cli.config import load_config
+    from harness_cli.cost.meter import Tally
+    from harness_cli.workspace.registry import update_case
+
+    with update_case(case_id, load_config().harness.thresholds, "test") as case:
+        case.cost = add_spend(case.cost, "dev-agent", Tally(calls=3, input=900, usd=usd))
 
 
 def test_closed_without_merge_escalates_the_case(world: World, tmp_path: Path) -> None:

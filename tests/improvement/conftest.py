@@ -110,6 +110,9 @@ def model_server() -> Iterator[AnthropicEmulator]:
 
 @pytest.fixture
 def ready(harness_ready: Path, tmp_path: Path) -> Path:
-    """`harness init` on the example config, with ../sops beside it (harness.yaml's sops_dir)."""
+    """`harness init` on the example config, with ../sops beside it (harness.yaml's sops_dir).
+    finalize's before/after eval is off here (tests/improvement/test_finalize_eval.py runs it)."""
     shutil.copytree(REPO / "sops", tmp_path / "sops")
+    path = harness_ready / "harness.yaml"
+    path.write_text(path.read_text().replace("eval_suites: [investigation]", "eval_suites: []"))
     return harness_ready

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import paths
+from harness_cli.cost.meter import record
 from harness_cli.logs import event, setup_cli_logging
 from harness_cli.ops.mcp_watch import McpWatchState, ServerHealth, state_file
 from harness_cli.state import files
@@ -26,10 +27,21 @@ def old_line(name: str, **fields: Any) -> str:
 def test_status_summarises_the_last_24_hours(cli: Any, harness_ready: Path) -> None:
     assert cli("case", "new", "--project", "team-a", "--title", "checkout 500")[0] == 0
     setup_cli_logging()
-    usage = {"input_tokens": 1000, "output_tokens": 200, "cache_read_tokens": 5000}
-    event(log, "model_call", role="investigator", cost_usd=0.25, **usage)
-    event(log, "model_call", role="adversarial-reviewer", cost_usd=0.05, input_tokens=100)
-    event(log, "dev_agent_run", role="dev-agent", cost_usd=0.5, output_tokens=300)
+    event(log, "model_call", role="investigator")
+    event(log, "model_call", role="adversarial-reviewer")
+    event(log, "dev_agent_run", role="dev-agent")
+    # The spend comes from the cost meter (every call recorded once), not from agent.log.
+    for role, usd, tokens in (
+        ("investigator", 0.25, (1000, 200, 0, 5000)),
+        ("adversarial-reviewer", 0.05, (100, 0, 0, 0)),
+        ("dev-agent", 0.5, (0, 300, 0, 0)),
+    ):
+        record(role=role, model="claude-sonnet-4-6", runtime="anthropic", usd=usd,
+               input_tokens=tokens[0], output_tokens=tokens[1], cache_write_tokens=tokens[2],
+               cache_read_tokens=tokens[3], reported=False, seconds=1.0)  # fmt: skip
+    record(role="investigator", model="m", runtime="anthropic", usd=9.0, input_tokens=99999,
+           output_tokens=0, cache_write_tokens=0, cache_read_tokens=0, reported=False,
+           seconds=1.0, at=datetime.now(UTC) - timedelta(days=2))  # fmt: skip
     event(log, "dispatch", workflow="investigate")
     event(log, "spawn", argv=["investigate"])
     event(log, "model_retry", attempt=1)

@@ -92,7 +92,7 @@ def evaluate(
         baseline=baseline(history, reviewing=review is not None),
         tools=evidence.run_tools if evidence is not None else None,
     )
-    found = [v for gate in ALL_GATES if (v := gate(inp)) is not None]
+    found = [v for gate in ALL_GATES if family_on(gate) and (v := gate(inp)) is not None]
     found += [violation("REPORT", p) for p in problems]
     cap = ceiling(inp)
     verdict = Verdict(
@@ -108,6 +108,23 @@ def evaluate(
     )
     decision = rules.next_step(history, verdict, thresholds, elapsed_seconds=elapsed_seconds)
     return replace(verdict, decision=decision)
+
+
+FAMILY = {
+    "g1": "g_gates", "g2": "g_gates", "g3": "g_gates", "g4": "g_gates",
+    "n1": "n_gates", "n2": "n_gates", "n3": "n_gates", "n5": "n_gates",
+    "a1": "a_gates", "a2": "a_gates", "a3": "a_gates", "a4": "a_gates", "a5": "a_gates",
+    "a6": "a_gates", "eq1": "spot_checks", "p7": "spot_checks",
+    "g5": "red_team", "d": "adversarial_reviewer",
+}  # fmt: skip
+"""Each gate function's ablatable component (``harness_cli.components``)."""
+
+
+def family_on(gate: Gate) -> bool:
+    """The gate's family is on (always, outside an eval trial that ablates it)."""
+    from harness_cli import components
+
+    return components.enabled(FAMILY[getattr(gate, "__name__", "")])
 
 
 def baseline(history: Sequence[Verdict], *, reviewing: bool = False) -> int | None:

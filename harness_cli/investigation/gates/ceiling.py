@@ -29,9 +29,12 @@ def eq1_cap(report: CompletionReport, t: InvestigationThresholds) -> int | None:
 
 
 def claim_ceiling(inp: GateInput) -> int:
-    """A1, then EQ1 where it applies: the cap on what the report itself asserts."""
-    caps = [a1_ceiling(inp.report, inp.thresholds)]
-    eq1 = eq1_cap(inp.report, inp.thresholds)
+    """A1, then EQ1 where it applies: the cap on what the report itself asserts (each only
+    while its component is on: ``a_gates``, ``spot_checks``)."""
+    from harness_cli import components
+
+    caps = [a1_ceiling(inp.report, inp.thresholds) if components.enabled("a_gates") else 100]
+    eq1 = eq1_cap(inp.report, inp.thresholds) if components.enabled("spot_checks") else None
     return min(caps + ([eq1] if eq1 is not None else []))
 
 
@@ -40,8 +43,10 @@ def g1_cap(inp: GateInput) -> int | None:
     growing denominator cancels any upward move". The confidence is the harness's: if the
     number A1/EQ1 leave would rise above the harness's number before the round (``baseline``)
     while open questions grew, it is held at that baseline."""
+    from harness_cli import components
+
     prev, base = inp.previous, inp.baseline
-    if prev is None or base is None:
+    if prev is None or base is None or not components.enabled("g_gates"):
         return None
     grew = len(inp.report.open_questions) > len(prev.open_questions)
     rising = min(inp.report.confidence, claim_ceiling(inp)) > base
@@ -58,7 +63,9 @@ def base_ceiling(inp: GateInput) -> int:
 def p7_ceiling(base: int, fails: int, t: InvestigationThresholds) -> int:
     """Down 7 points per FAIL dimension, not below the 40 floor; a base already under the
     floor stays where it is (P7 lowers, it never raises)."""
-    if fails <= 0:
+    from harness_cli import components
+
+    if fails <= 0 or not components.enabled("spot_checks"):
         return base
     return min(base, max(base - t.adversarial_fail_penalty * fails, t.adversarial_floor))
 

@@ -1,0 +1,145 @@
+"""harness eval [SUITE…] [--runs N] [--ablate COMPONENT] [--matrix] [--runtime …] [--json]
+and harness eval export CASE — eval suites on the embedded emulators."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from harness_cli.commands import new_app
+from harness_cli.output import emit
+from harness_cli.result import Result
+
+run_app = new_app("Run eval suites on the emulators: pass rates with intervals, ablations.")
+export_app = new_app("Turn a closed case into an eval case (its ticket, answers and outcome).")
+
+
+@run_app.command()
+def evaluate(
+    suites: list[str] = typer.Argument(
+        None,
+        metavar="[SUITE]...",
+        help="Shipped suites (investigation, delivery), folders "
+        "or case files. Default: investigation.",
+    ),
+    runs: int = typer.Option(
+        3,
+        "--runs",
+        "-n",
+        min=1,
+        help="Trials per case and variant, fixed before the run (seeds 1..N).",
+    ),
+    ablate: list[str] = typer.Option(
+        [],
+        "--ablate",
+        metavar="COMPONENT",
+        help="Pair the baseline with the harness without "
+        "this one component (repeat for several single-component pairs).",
+    ),
+    matrix: bool = typer.Option(
+        False,
+        "--matrix",
+        help="Every single-component ablation; writes a markdown report and a plot (--out).",
+    ),
+    runtime: str = typer.Option("anthropic", "--runtime", help="anthropic or claude-code."),
+    jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Parallel trials (0: the cores)."),
+    timeout: float = typer.Option(300.0, "--timeout", help="Wall clock of one trial, seconds."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        metavar="DIR",
+        help="Write report.md, ablation.png/.svg and eval.json here "
+        "(--matrix: default ./eval-report).",
+    ),
+    config_root: Path | None = typer.Option(
+        None,
+        "--config-root",
+        metavar="DIR",
+        help="A folder with agent-config/ and sops/ to "
+        "evaluate instead of the packaged ones (e.g. an improvement MR's worktree).",
+    ),
+    list_components: bool = typer.Option(False, "--list", help="List the components."),
+) -> None:
+    """Each trial runs the real subcommands (init, case new, investigate, review; or the
+    delivery flow) in a fresh HARNESS_HOME. Every trial started is counted."""
+    from harness_cli.components import COMPONENTS
+
+    if list_components:
+        result = Result("eval", data={n: c.description for n, c in COMPONENTS.items()})
+        result.columns = ["component", "suites", "what"]
+        result.rows = [[c.name, ",".join(c.suites), c.description] for c in COMPONENTS.values()]
+        emit(result)
+        return
+    from harness_cli.errors import InputError
+    from harness_cli.eval import report, runner
+
+    if runtime not in ("anthropic", "claude-code"):
+        raise InputError(f"--runtime {runtime!r}", hint="use anthropic or claude-code")
+    try:
+        run = runner.evaluate(
+            suites or ["investigation"], runs=runs, runtime=runtime, ablate=ablate,
+            matrix=matrix, jobs=jobs or None, timeout_s=timeout, config_root=config_root,
+            progress=_progress,
+        )  # fmt: skip
+    except ValueError as exc:  # the ablation validator
+        raise InputError(
+            str(exc), hint="--ablate names exactly one component; see --list"
+        ) from None
+    result = Result("eval", data=run.to_json(), columns=report.COLUMNS, rows=report.rows(run))
+    result.messages += report.delta_lines(run)
+    base = run.overall()
+    result.messages.append(
+        f"{run.started} trial(s) started and counted; baseline {base.passed}/{base.started} "
+        f"({base.rate:.0%} [{base.low:.0%}, {base.high:.0%}]), {base.defective_accepted} "
+        f"defective accepted as done; {run.wall_seconds:.0f} s"
+    )
+    if matrix and out is None:
+        out = Path("eval-report")
+    if out is not None:
+        result.changed.append(report.write(run, out))
+    emit(result)
+
+
+def _progress(trial: Any, done: int, total: int) -> None:
+    if sys.stderr.isatty() or done == total or done % 25 == 0:
+        sys.stderr.write(f"eval: {done}/{total} trials ({trial.case} {trial.variant} seed "
+                         f"{trial.seed}: {trial.status})\n")  # fmt: skip
+
+
+@export_app.command()
+def export(
+    case: str = typer.Argument(..., help="A case with a finished investigation."),
+    out: Path | None = typer.Option(None, "--out", help="Write here (default: stdout)."),
+) -> None:
+    """Its ticket, the model's recorded answers per iteration and role, and its outcome as
+    what the grader expects: replay it after a change to prompts, SOPs or gates."""
+    import yaml
+
+    from harness_cli.eval.export import export_case
+
+    data = export_case(case)
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    result = Result("eval export", data=data)
+    if out is None:
+        result.messages.append(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        result.changed.append(f"wrote {out} (run it: harness eval {out})")
+    emit(result)
+
+
+class _App:
+    """``harness eval export CASE`` or ``harness eval [SUITE…]``: one command name, two
+    shapes, routed on the first word."""
+
+    def __call__(self, *, args: list[str], prog_name: str, standalone_mode: bool) -> Any:
+        if args and args[0] == "export":
+            return export_app(args=args[1:], prog_name=f"{prog_name} export",
+                              standalone_mode=standalone_mode)  # fmt: skip
+        return run_app(args=args, prog_name=prog_name, standalone_mode=standalone_mode)
+
+
+app = _App()

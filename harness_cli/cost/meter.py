@@ -1,0 +1,344 @@
+"""Record every model call once, in an append-only log cheap to sum.
+
+One JSON line per call in ``$HARNESS_HOME/logs/cost/<YYYY-MM-DD>.jsonl`` (the UTC day of the
+call, ``HARNESS_NOW`` honoured), written with one ``O_APPEND`` write: lines of concurrent runs
+never interleave and nothing is rewritten, so a crash loses at most the call in flight. A
+day's file is opened only when the question covers that day.
+
+Whose call it is comes from ``scope(...)``: the workflow edge sets case, project, workflow
+and run (``commands/_workflow.running``); the investigation loop adds the iteration. The
+runtime wrapper (``metered``) calls ``record`` after every run — the one choke point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from harness_cli import clock, paths
+
+_SCOPE: ContextVar[dict[str, Any] | None] = ContextVar("harness_cost_scope", default=None)
+SCOPE_KEYS = ("case", "project", "workflow", "run", "iteration")
+
+
+def log_dir() -> Path:
+    return paths.logs_dir() / "cost"
+
+
+@contextlib.contextmanager
+def scope(**fields: Any) -> Iterator[dict[str, Any]]:
+    """``with scope(case="AAA-1", workflow="investigate", run="…"):`` — every call recorded
+    inside carries these fields (nested scopes add to the outer one; None leaves a field)."""
+    unknown = set(fields) - set(SCOPE_KEYS)
+    if unknown:
+        raise TypeError(f"unknown cost scope field(s): {sorted(unknown)}")
+    merged = {**current(), **{k: v for k, v in fields.items() if v is not None}}
+    token = _SCOPE.set(merged)
+    try:
+        yield merged
+    finally:
+        _SCOPE.reset(token)
+
+
+def current() -> dict[str, Any]:
+    return dict(_SCOPE.get() or {})
+
+
+@dataclass
+class Tally:
+    """Sums over a set of calls."""
+
+    calls: int = 0
+    input: int = 0
+    output: int = 0
+    cache_write: int = 0
+    cache_read: int = 0
+    usd: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.input + self.output + self.cache_write + self.cache_read
+
+    def add_line(self, line: dict[str, Any]) -> None:
+        self.calls += 1
+        self.input += line.get("in", 0)
+        self.output += line.get("out", 0)
+        self.cache_write += line.get("cw", 0)
+        self.cache_read += line.get("cr", 0)
+        self.usd += line.get("usd", 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "usd": round(self.usd, 6), "tokens": self.tokens}
+
+    def text(self) -> str:
+        return f"${self.usd:.4f} · {self.tokens:,} tokens · {self.calls} call(s)"
+
+
+_RUNS: dict[str, Tally] = {}
+"""What each workflow run of this process has spent (the per-run budget reads it)."""
+
+
+def record(
+    *,
+    role: str,
+    model: str,
+    runtime: str,
+    input_tokens: int,
+    output_tokens: int,
+    cache_write_tokens: int,
+    cache_read_tokens: int,
+    usd: float,
+    reported: bool,
+    seconds: float,
+    turns: int = 1,
+    at: datetime | None = None,
+) -> dict[str, Any]:
+    """Append one call (one runtime run: ``turns`` API requests of one session) to the day's
+    log and to its run's tally; returns the line written."""
+    now = (at or clock.now()).astimezone(UTC)
+    line: dict[str, Any] = {
+        "ts": now.isoformat(timespec="seconds"),
+        **current(),
+        "role": role,
+        "model": model,
+        "rt": runtime,
+        "in": int(input_tokens),
+        "out": int(output_tokens),
+        "cw": int(cache_write_tokens),
+        "cr": int(cache_read_tokens),
+        "usd": round(float(usd), 8),
+        "rep": bool(reported),
+        "s": round(seconds, 3),
+        "turns": int(turns),
+    }
+    append(line, now.date())
+    run = line.get("run")
+    if run:
+        _RUNS.setdefault(str(run), Tally()).add_line(line)
+    return line
+
+
+_MADE: set[Path] = set()
+
+
+def append(line: dict[str, Any], day: date) -> None:
+    folder = log_dir()
+    if folder not in _MADE:
+        folder.mkdir(parents=True, exist_ok=True)
+        _MADE.add(folder)
+    data = (json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    fd = os.open(folder / f"{day.isoformat()}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def run_tally(run: str | None) -> Tally:
+    return _RUNS.get(run or "", Tally())
+
+
+_DAY_CACHE: dict[Path, tuple[int, Tally]] = {}
+
+
+def day_tally(day: date | None = None) -> Tally:
+    """What this machine spent on ``day`` (today by default), read incrementally: only the
+    bytes appended since the last look are parsed."""
+    path = log_dir() / f"{(day or clock.now().astimezone(UTC).date()).isoformat()}.jsonl"
+    offset, tally = _DAY_CACHE.get(path, (0, Tally()))
+    try:
+        if os.stat(path).st_size == offset:  # nothing appended since the last look
+            return Tally(**asdict(tally))
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read()
+    except FileNotFoundError:
+        return Tally()
+    end = chunk.rfind(b"\n") + 1  # a line still being written is read next time
+    tally = Tally(**asdict(tally))
+    for raw in chunk[:end].splitlines():
+        with contextlib.suppress(ValueError):
+            tally.add_line(json.loads(raw))
+    _DAY_CACHE[path] = (offset + end, tally)
+    return tally
+
+
+GROUPS = ("day", "project", "case", "workflow", "role", "model")
+
+
+@dataclass
+class Report:
+    """``harness cost``'s answer: the total and the same sums per day, project, case,
+    workflow, role and model."""
+
+    since: str | None
+    total: Tally = field(default_factory=Tally)
+    groups: dict[str, dict[str, Tally]] = field(default_factory=lambda: {g: {} for g in GROUPS})
+    unreadable_lines: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "since": self.since,
+            "total": self.total.to_json(),
+            **{
+                f"by_{g}": {k: t.to_json() for k, t in sorted(rows.items())}
+                for g, rows in self.groups.items()
+            },
+            "unreadable_lines": self.unreadable_lines,
+        }
+
+
+_KEYS = ("project", "case", "workflow", "role", "model")
+_FIELDS = ("in", "out", "cw", "cr", "usd")
+Cell = list[float]
+"""calls, in, out, cw, cr, usd of one (day, project, case, workflow, role, model)."""
+
+
+def _cells(path: Path, low: str, high: str, report: Report) -> dict[tuple[str, ...], Cell]:
+    """One day file summed per key tuple (the rows it has, not its lines). A whole finished
+    day is read once and kept beside it (``.index/<day>.json``, keyed by size and mtime)."""
+    whole = not low and not high
+    today = clock.now().astimezone(UTC).date().isoformat()
+    index = path.parent / ".index" / f"{path.stem}.json"
+    stat = os.stat(path)
+    stamp = [stat.st_size, stat.st_mtime_ns]
+    if whole and path.stem < today:
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            cached = json.loads(index.read_text(encoding="utf-8"))
+            if cached["stamp"] == stamp:
+                report.unreadable_lines += int(cached.get("unreadable", 0))
+                return {tuple(k): v for k, v in cached["cells"]}
+    cells: dict[tuple[str, ...], Cell] = {}
+    lines, unreadable = _parse(path.read_bytes())
+    for line in lines:
+        ts = line.get("ts", "")
+        if (low and ts < low) or (high and ts >= high):
+            continue
+        g = line.get
+        key = (
+            str(g("project") or "-"),
+            str(g("case") or "-"),
+            str(g("workflow") or "-"),
+            str(g("role") or "-"),
+            str(g("model") or "-"),
+        )  # = _KEYS, in order
+        cell = cells.get(key)
+        if cell is None:
+            cell = cells[key] = [0, 0, 0, 0, 0, 0.0]
+        cell[0] += 1
+        cell[1] += g("in", 0)
+        cell[2] += g("out", 0)
+        cell[3] += g("cw", 0)
+        cell[4] += g("cr", 0)
+        cell[5] += g("usd", 0.0)
+    report.unreadable_lines += unreadable
+    if whole and path.stem < today:
+        with contextlib.suppress(OSError):
+            index.parent.mkdir(exist_ok=True)
+            data = {"stamp": stamp, "unreadable": unreadable,
+                    "cells": [[list(k), v] for k, v in cells.items()]}  # fmt: skip
+            tmp = index.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(tmp, index)
+    return cells
+
+
+def _parse(data: bytes) -> tuple[list[dict[str, Any]], int]:
+    """A day file's lines, parsed as one JSON array (one call, several times faster than a
+    call per line); a file with a torn or foreign line falls back to line by line, counting
+    what it cannot read."""
+    body = data.rstrip(b"\n")
+    if not body:
+        return [], 0
+    with contextlib.suppress(ValueError):
+        parsed = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
+        if all(isinstance(x, dict) for x in parsed):
+            return parsed, 0
+    lines, unreadable = [], 0
+    for raw in body.split(b"\n"):
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            unreadable += 1
+            continue
+        if isinstance(line, dict):
+            lines.append(line)
+        else:
+            unreadable += 1
+    return lines, unreadable
+
+
+def _tally(cell: Cell) -> Tally:
+    return Tally(int(cell[0]), int(cell[1]), int(cell[2]), int(cell[3]), int(cell[4]), cell[5])
+
+
+def totals(
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    project: str | None = None,
+    case: str | None = None,
+    workflow: str | None = None,
+) -> Report:
+    """Sum the logged calls in ``[since, until)``, optionally of one project, case or
+    workflow. Day files outside the window are not opened; a day wholly inside it is summed
+    once and kept summed (``.index/``), so a month of calls costs a few milliseconds."""
+    since = since.astimezone(UTC) if since else None
+    until = until.astimezone(UTC) if until else None
+    report = Report(since=since.isoformat() if since else None)
+    first = since.date().isoformat() if since else ""
+    last = until.date().isoformat() if until else "9999"
+    total: Cell = [0, 0, 0, 0, 0, 0.0]
+    sums: dict[str, dict[str, Cell]] = {g: {} for g in GROUPS}
+    for path in sorted(log_dir().glob("*.jsonl")):
+        day = path.stem
+        if day < first or day > last:
+            continue
+        # only the first and the last day of the window need their lines' own instants
+        low = since.isoformat(timespec="seconds") if since and day == first else ""
+        high = until.isoformat(timespec="seconds") if until and day == last else ""
+        for key, cell in _cells(path, low, high, report).items():
+            p, c, w, r, m = key
+            if (project and p != project) or (case and c != case) or (workflow and w != workflow):
+                continue
+            for name, label in (("day", day), ("project", p), ("case", c), ("workflow", w),
+                                ("role", r), ("model", m), ("", "")):  # fmt: skip
+                acc = sums[name].get(label) if name else total
+                if acc is None:
+                    acc = sums[name][label] = [0, 0, 0, 0, 0, 0.0]
+                acc[0] += cell[0]
+                acc[1] += cell[1]
+                acc[2] += cell[2]
+                acc[3] += cell[3]
+                acc[4] += cell[4]
+                acc[5] += cell[5]
+    report.total = _tally(total)
+    report.groups = {g: {k: _tally(v) for k, v in rows.items()} for g, rows in sums.items()}
+    return report
+
+
+def spend_line(case_id: str | None = None) -> str:
+    """One line for a terminal message: this run's spend and the case's total so far
+    (case.json's running total plus this run, which is added to it when the run ends).
+    Empty when nothing was ever metered for either (no model call: no figure to state)."""
+    run = run_tally(current().get("run"))
+    parts = [f"this run {run.text()}"] if run.calls else []
+    if case_id:
+        from harness_cli.errors import HarnessError
+        from harness_cli.workspace import registry
+
+        try:
+            cost = registry.load_case(case_id).cost or {}
+        except HarnessError:
+            cost = {}
+        if run.calls or int(cost.get("calls", 0)):
+            before = float(cost.get("usd", 0.0))
+            parts.append(f"case {case_id} so far ${before + run.usd:.4f}")
+    return "Cost: " + "; ".join(parts) if parts else ""

@@ -1,0 +1,124 @@
+"""The improvement MR's before/after figures: the eval suite run on the prompts and SOPs as
+they are and as the MR leaves them — the same cases, seeds and model scripts — rendered into
+the MR description by the harness from the run's results, never from model text.
+
+A config-level eval measures what an improvement MR may change in the config (prompt
+templates, SOPs); changes to the harness's code are measured by the MR's own pipeline, whose
+acceptance run (``improvement.self_repo_checks``) is the harness's test suite, eval tests
+included.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness_cli import resources
+from harness_cli.eval.stats import PairedDelta, paired_delta
+from harness_cli.eval.trial import TrialResult
+
+OVERLAYS = (
+    ("agent-config/prompts", "agent-config/prompts"),
+    ("harness_cli/defaults/agent-config/prompts", "agent-config/prompts"),
+    ("sops", "sops"),
+    ("harness_cli/defaults/sops", "sops"),
+)
+"""Where an improvement's prompts and SOPs may sit in the harness repo → where the eval
+trial's config takes them."""
+
+
+@dataclass
+class BeforeAfter:
+    suites: list[str]
+    runs: int
+    before: tuple[int, int, float, float, int]
+    """passed, started, low, high, defective accepted"""
+    after: tuple[int, int, float, float, int]
+    delta: PairedDelta
+
+    def paragraph(self) -> str:
+        def rate(x: tuple[int, int, float, float, int]) -> str:
+            share = x[0] / x[1] if x[1] else 0.0
+            return f"{x[0]} of {x[1]} passed ({share:.0%}, 95 % interval {x[2]:.0%} to {x[3]:.0%})"
+
+        d = self.delta
+        return (
+            f"The harness ran its eval suite ({', '.join(self.suites)}, {self.runs} trial(s) per "
+            "case, the same cases and seeds) on the prompts and SOPs before and after this "
+            f"change: {rate(self.before)} before and {rate(self.after)} after, a paired "
+            f"difference of {d.delta * 100:+.0f} points (95 % interval {d.low * 100:+.0f} to "
+            f"{d.high * 100:+.0f}); defective results accepted as done went from "
+            f"{self.before[4]} to {self.after[4]}. These figures come from the run itself."
+        )
+
+    def proof(self) -> str:
+        def short(x: tuple[int, int, float, float, int]) -> str:
+            return f"{x[0]}/{x[1]} [{x[2]:.0%}, {x[3]:.0%}]"
+
+        return (
+            f"    $ harness eval {' '.join(self.suites)} --runs {self.runs} --config-root DIR\n"
+            f"    before {short(self.before)}  after {short(self.after)}  "
+            f"delta {self.delta.delta * 100:+.0f} [{self.delta.low * 100:+.0f}, "
+            f"{self.delta.high * 100:+.0f}]"
+        )
+
+    def insert_into(self, description: str) -> str:
+        """The figures before the ``Changes:`` list, or at the end when there is no such
+        list. Prose only: the MR's proof-of-work block is the harness's own required-check run
+        (``delivery.mr``), which replaces any indented block the description carries."""
+        block = f"{self.paragraph()}\n"
+        lines = description.rstrip("\n").split("\n")
+        at = next((i for i, ln in enumerate(lines) if ln.strip().lower() == "changes:"), None)
+        if at is None:
+            return f"{description.rstrip()}\n\n{block}"
+        return "\n".join([*lines[:at], block, *lines[at:]]) + "\n"
+
+
+def _config(root: Path, worktree: Path | None) -> Path:
+    shutil.copytree(resources.example_config(), root / "agent-config")
+    shutil.copytree(resources.example_sops(), root / "sops")
+    if worktree is not None:
+        for source, target in OVERLAYS:
+            if (worktree / source).is_dir():
+                shutil.copytree(worktree / source, root / target, dirs_exist_ok=True)
+    return root
+
+
+def measure(
+    suites: list[str], runs: int, worktree: Path, *, jobs: int | None = None
+) -> BeforeAfter:
+    """Run ``suites`` on the packaged config (before) and with the worktree's prompts and SOPs
+    laid over it (after)."""
+    from harness_cli.eval import runner
+
+    scratch = Path(tempfile.mkdtemp(prefix="harness-before-after-"))
+    try:
+        before_root = _config(scratch / "before", None)
+        after_root = _config(scratch / "after", worktree)
+        before = runner.evaluate(suites, runs=runs, jobs=jobs, config_root=before_root)
+        after = runner.evaluate(suites, runs=runs, jobs=jobs, config_root=after_root)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    from harness_cli.eval.suites import resolve
+
+    return compare([resolve(s)[0] for s in suites], runs, before.trials, after.trials)
+
+
+def compare(
+    suites: list[str], runs: int, before: list[TrialResult], after: list[TrialResult]
+) -> BeforeAfter:
+    from harness_cli.eval.runner import row
+
+    b, a = row("*", "*", "before", before), row("*", "*", "after", after)
+    after_by = {(t.suite, t.case, t.seed): t.passed for t in after}
+    pairs = [(t.passed, after_by[(t.suite, t.case, t.seed)]) for t in before
+             if (t.suite, t.case, t.seed) in after_by]  # fmt: skip
+    return BeforeAfter(
+        suites,
+        runs,
+        (b.passed, b.started, b.low, b.high, b.defective_accepted),
+        (a.passed, a.started, a.low, a.high, a.defective_accepted),
+        paired_delta(pairs),
+    )

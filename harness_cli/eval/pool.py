@@ -1,0 +1,148 @@
+"""Run trials in parallel, up to the cores, each worker a process of its own (``worker``), and
+count every trial started: a trial past its wall clock is killed and counted as ``timeout``, a
+worker that dies mid-trial is counted as ``crash`` — and replaced, so the run goes on."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import IO
+
+from harness_cli.eval.trial import TrialResult, TrialSpec, failed_trial
+
+Progress = Callable[[TrialResult, int, int], None]
+
+
+@dataclass
+class _Worker:
+    proc: subprocess.Popen[str]
+    spec: TrialSpec | None = None
+    started: float = 0.0
+    buffer: str = field(default="")
+
+    @property
+    def out(self) -> IO[str]:
+        assert self.proc.stdout is not None
+        return self.proc.stdout
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+def run_trials(
+    specs: Sequence[TrialSpec],
+    *,
+    jobs: int | None = None,
+    timeout_s: float = 300.0,
+    progress: Progress | None = None,
+) -> list[TrialResult]:
+    """Every spec's result, in spec order."""
+    pending = list(specs)[::-1]
+    results: dict[int, TrialResult] = {}
+    workers: list[_Worker] = []
+    sel = selectors.DefaultSelector()
+    total = len(pending)
+    # The trials' temporary homes live here: a killed worker's leftovers go with it.
+    scratch = tempfile.mkdtemp(prefix="harness-eval-")
+    # HARNESS_EVAL_LEAN: a trial runs the subcommands its case grades, no more.
+    env = {**os.environ, "TMPDIR": scratch, "HARNESS_EVAL_LEAN": "1"}
+    try:
+        for _ in range(min(jobs or default_jobs(), total)):
+            workers.append(_spawn(sel, env))
+        while len(results) < total:
+            for w in workers:
+                if w.spec is None and pending:
+                    _give(w, pending.pop())
+            now = time.monotonic()
+            waits = [w.started + timeout_s - now for w in workers if w.spec is not None]
+            for key, _ in sel.select(timeout=max(0.05, min(waits, default=1.0))):
+                w = key.data
+                line = w.out.readline()
+                if line:
+                    _done(w, TrialResult.from_json(json.loads(line)), results, progress, total)
+                    continue
+                sel.unregister(w.out)  # EOF: the worker died with its trial
+                spec = w.spec
+                if spec is not None:
+                    why = f"the trial's worker died (exit {w.proc.wait()})"
+                    res = failed_trial(spec, "crash", why, time.monotonic() - w.started)
+                    _done(w, res, results, progress, total)
+                workers[workers.index(w)] = _spawn(sel, env)
+            for i, w in enumerate(workers):
+                if w.spec is not None and time.monotonic() - w.started > timeout_s:
+                    spec = w.spec
+                    _kill(w, sel)
+                    res = failed_trial(spec, "timeout", f"past its {timeout_s:g} s wall clock",
+                                       time.monotonic() - w.started)  # fmt: skip
+                    _done(w, res, results, progress, total)
+                    workers[i] = _spawn(sel, env)
+    finally:
+        for w in workers:
+            _stop(w, sel)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return [results[s.index] for s in specs]
+
+
+def _spawn(sel: selectors.BaseSelector, env: dict[str, str]) -> _Worker:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness_cli.eval.worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        bufsize=1,
+        env=env,
+    )
+    worker = _Worker(proc)
+    sel.register(worker.out, selectors.EVENT_READ, worker)
+    return worker
+
+
+def _give(w: _Worker, spec: TrialSpec) -> None:
+    assert w.proc.stdin is not None
+    w.spec, w.started = spec, time.monotonic()
+    w.proc.stdin.write(json.dumps(asdict(spec)) + "\n")
+    w.proc.stdin.flush()
+
+
+def _done(
+    w: _Worker,
+    result: TrialResult,
+    results: dict[int, TrialResult],
+    progress: Progress | None,
+    total: int,
+) -> None:
+    w.spec = None
+    results[result.index] = result
+    if progress is not None:
+        progress(result, len(results), total)
+
+
+def _kill(w: _Worker, sel: selectors.BaseSelector) -> None:
+    with contextlib.suppress(KeyError, ValueError):
+        sel.unregister(w.out)
+    w.proc.kill()
+    w.proc.wait()
+
+
+def _stop(w: _Worker, sel: selectors.BaseSelector) -> None:
+    if w.proc.poll() is None:
+        assert w.proc.stdin is not None
+        try:
+            w.proc.stdin.close()
+            w.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            w.proc.kill()
+            w.proc.wait()
+    with contextlib.suppress(KeyError, ValueError):
+        sel.unregister(w.out)

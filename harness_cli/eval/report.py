@@ -1,0 +1,134 @@
+"""How an eval run is told: rows for the terminal, a markdown report, and the plot (pass rate
+± interval per ablated component). Every figure comes from the trials' results — never from
+model text."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from harness_cli.eval.runner import BASELINE, EvalRun, Row
+
+log = logging.getLogger("harness.eval")
+COLUMNS = ["case", "variant", "pass", "rate [95% CI]", "defective accepted", "$/finished",
+           "tokens/finished", "s/finished", "not finished"]  # fmt: skip
+
+
+def cells(r: Row) -> list[str]:
+    pf = r.per_finished
+    unfinished = {k: v for k, v in r.statuses.items() if k in ("timeout", "crash", "grader_error")}
+    return [
+        r.case if r.case != "*" else "ALL",
+        r.variant,
+        f"{r.passed}/{r.started}",
+        f"{r.rate:.0%} [{r.low:.0%}, {r.high:.0%}]",
+        str(r.defective_accepted),
+        f"${pf['usd']:.4f}",
+        f"{pf['tokens']:,.0f}",
+        f"{pf['seconds']:.1f}",
+        ", ".join(f"{k} {v}" for k, v in sorted(unfinished.items())) or "-",
+    ]
+
+
+def rows(run: EvalRun) -> list[list[str]]:
+    out = []
+    for variant in sorted(run.variants, key=lambda v: (v != BASELINE, v)):
+        out += [cells(r) for r in run.variants[variant]]
+    return out
+
+
+def delta_lines(run: EvalRun) -> list[str]:
+    lines = []
+    for a in sorted(run.ablations, key=lambda a: -a.delta.delta):
+        d = a.delta
+        lines.append(
+            f"{a.component}: without {d.control:.0%}, with {d.treatment:.0%}, delta "
+            f"{d.delta:+.0%} [{d.low:+.0%}, {d.high:+.0%}] over {d.n} paired trials "
+            f"({d.only_treatment} pass only with it, {d.only_control} only without it)"
+        )
+    return lines
+
+
+def markdown(run: EvalRun, plot: Path | None = None) -> str:
+    base = run.overall()
+    parts = [
+        "# harness eval — one-component ablations",
+        "",
+        f"Suites {', '.join(run.suites)}; runtime {run.runtime}; {run.runs} trial(s) per case "
+        f"and variant; {run.started} trials started, all counted (timeouts, policy stops, "
+        f"crashes and grader errors included); wall time {run.wall_seconds:.0f} s.",
+        "",
+        f"Baseline: {base.passed}/{base.started} pass, {base.rate:.1%} "
+        f"[{base.low:.1%}, {base.high:.1%}] (Wilson 95 %), {base.defective_accepted} defective "
+        "accepted as done.",
+        "",
+        "Each row: the full harness with one component turned off (control) against the full "
+        "harness (treatment), same cases, seeds, model scripts and budgets; delta = with − "
+        "without, 95 % interval by Newcombe's paired method.",
+        "",
+        "| component | without | with | delta [95 % CI] | pairs | defective accepted without |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for a in sorted(run.ablations, key=lambda a: -a.delta.delta):
+        d = a.delta
+        without = run.overall(a.component)
+        parts.append(
+            f"| {a.component} | {d.control:.0%} | {d.treatment:.0%} | {d.delta:+.0%} "
+            f"[{d.low:+.0%}, {d.high:+.0%}] | {d.n} | {without.defective_accepted} |"
+        )
+    if plot is not None:
+        parts += ["", f"![pass rate per ablated component]({plot.name})"]
+    parts += ["", "## Cases that change", ""]
+    for a in run.ablations:
+        moved = [f"{c} ({w:.0%} → {o:.0%})" for c, (w, o) in a.cases.items() if w != o]
+        parts.append(f"- {a.component}: " + (", ".join(moved) or "no case changes"))
+    parts += ["", "## Per case", "", "| " + " | ".join(COLUMNS) + " |",
+              "|" + " --- |" * len(COLUMNS)]  # fmt: skip
+    parts += ["| " + " | ".join(c) + " |" for c in rows(run)]
+    return "\n".join(parts) + "\n"
+
+
+def write(run: EvalRun, out: Path) -> str:
+    """``report.md``, the plot (PNG and SVG) and ``eval.json`` into ``out``; says what it
+    wrote."""
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    picture = plot(run, out / "ablation.png")
+    if picture is not None:
+        plot(run, out / "ablation.svg")
+    (out / "report.md").write_text(markdown(run, picture), encoding="utf-8")
+    (out / "eval.json").write_text(json.dumps(run.to_json(), indent=2), encoding="utf-8")
+    return f"wrote {out / 'report.md'}" + (
+        f" and {picture}" if picture else " (no plot: pip install 'harness-cli[eval]')"
+    )
+
+
+def plot(run: EvalRun, path: Path) -> Path | None:
+    """The pass rate with its interval per variant (PNG, or SVG by the suffix); None when
+    matplotlib is not installed (``pip install 'harness-cli[eval]'``)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.warning("matplotlib is not installed: no plot (pip install 'harness-cli[eval]')")
+        return None
+    names = [BASELINE, *sorted(a.component for a in run.ablations)]
+    overall = [run.overall(n) for n in names]
+    rates = [r.rate for r in overall]
+    low = [r.rate - r.low for r in overall]
+    high = [r.high - r.rate for r in overall]
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.5))
+    ys = list(range(len(names)))[::-1]
+    ax.errorbar(rates, ys, xerr=[low, high], fmt="o", capsize=4)
+    ax.axvline(rates[0], linestyle=":", linewidth=1)
+    ax.set_yticks(ys, [n if n == BASELINE else f"without {n}" for n in names])
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("pass rate (95 % Wilson interval)")
+    ax.set_title(f"harness eval: {', '.join(run.suites)} — {run.runs} trial(s) per case")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,72 @@
+"""Where eval cases come from: a suite is a folder of case files — a shipped one by name
+(``investigation``, ``delivery``: ``harness_cli/defaults/evals/<name>/``) or any folder or
+single ``.yaml`` file given by path (an exported case, a suite of one's own)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from harness_cli.errors import ConfigError, InputError
+from harness_cli.investigation.library import EVALS_DIR, LibraryCase
+
+
+def shipped() -> list[str]:
+    return sorted(p.name for p in EVALS_DIR.iterdir() if p.is_dir())
+
+
+def resolve(name: str) -> tuple[str, list[Path]]:
+    """A suite's name and its case files."""
+    path = Path(name).expanduser()
+    if not path.exists() and (EVALS_DIR / name).is_dir():
+        path = EVALS_DIR / name
+    if path.is_file():
+        return path.stem, [path]
+    if path.is_dir():
+        files = sorted(path.glob("*.yaml"))
+        if not files:
+            raise InputError(f"eval suite {path} holds no .yaml case")
+        return path.name, files
+    raise InputError(
+        f"no eval suite {name!r}",
+        hint=f"shipped suites: {', '.join(shipped())}; or give a folder or a case file",
+    )
+
+
+def load_case_file(path: str | Path) -> LibraryCase:
+    """One case file, checked (format and model script); a bad file is one ConfigError."""
+    from harness_cli.sandbox.model_script import load_script
+
+    path = Path(path)
+    try:
+        case = LibraryCase.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise InputError(f"eval case {path} cannot be read: {exc.strerror}") from None
+    except (yaml.YAMLError, ValidationError) as exc:
+        first = " ".join(str(exc).splitlines()[0:3])
+        raise ConfigError(f"eval case {path}: {first}") from None
+    if case.id != path.stem:
+        raise ConfigError(f"eval case {path}: id {case.id!r} must match the file name")
+    if not case.live:
+        load_script(case.model_source(), case.variables or None)
+    return case
+
+
+LIVE_DEFAULT_URL = "https://api.anthropic.com"
+"""The endpoint of a live case when the environment sets no ANTHROPIC_BASE_URL."""
+
+
+def live_model_env(case: LibraryCase) -> dict[str, str]:
+    """The real API's key and endpoint for a live case, from the environment ``harness eval``
+    runs in; a live case without a key is refused before any trial starts (InputError)."""
+    key = os.environ.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise InputError(
+            f"eval case {case.id} is live (script: live) and ANTHROPIC_API_KEY is not set",
+            hint="export the API key to run it against the real API, or leave the case out",
+        )
+    base = os.environ.get("ANTHROPIC_BASE_URL") or LIVE_DEFAULT_URL
+    return {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": base}
