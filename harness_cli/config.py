@@ -32,6 +32,7 @@ from harness_cli.errors import ConfigError
 from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.investigation.thresholds import InvestigationThresholds
 from harness_cli.memory.thresholds import MemoryThresholds
+from harness_cli.sessions.policy import SessionsPolicy
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -141,6 +142,9 @@ class HarnessConfig(_Human):
     """finalize's filters and the harness's own repo; kb-update's 10 / 3 / 6."""
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     """The box the agents' commands run in (bubblewrap); fail closed unless opted out."""
+    sessions: SessionsPolicy = Field(default_factory=SessionsPolicy)
+    """Work sessions and reservations (004): heartbeat, expiry, approval TTL, per-workflow
+    exclusivity."""
     inputs: InputBounds = Field(default_factory=InputBounds)
     """How much third-party text (ticket, replies, CI logs, tool results) a prompt takes."""
 
