@@ -52,19 +52,29 @@ def conflicts(elements: Iterable[Element], holder: Hold) -> list[Element]:
     return [mine for mine in holder.elements if any(mine.overlaps(w) for w in wanted)]
 
 
+def exclusive_in(hold: Hold, element: Element) -> bool:
+    return hold.exclusive and not element.shared
+
+
 def preflight_gate(
     request: Hold, live: Iterable[Hold], policy: WorkflowPolicy, *, approved: bool = False
 ) -> Verdict:
-    """Deny when an overlapping live session is exclusive, or when this one asks for
-    exclusivity and anyone else is there; warn when two shared sessions overlap and the policy
-    says ``on_overlap: warn`` (unless the operator approved this run: then allow)."""
+    """Deny when an overlapping element is held exclusively by another live session, or when
+    this one asks for an element exclusively and anyone else is on it; warn when shared
+    elements overlap and the policy says ``on_overlap: warn`` (unless the operator approved
+    this run: then allow)."""
     denied: list[tuple[Element, Hold]] = []
     shared: list[tuple[Element, Hold]] = []
     for holder in live:
         if holder.session == request.session:
             continue
-        for element in conflicts(request.elements, holder):
-            (denied if holder.exclusive or request.exclusive else shared).append((element, holder))
+        for theirs in holder.elements:
+            for mine in request.elements:
+                if not theirs.overlaps(mine):
+                    continue
+                hard = exclusive_in(holder, theirs) or exclusive_in(request, mine)
+                (denied if hard else shared).append((theirs, holder))
+    denied, shared = _once(denied), _once(shared)
     if denied:
         return Verdict("deny", [deny_line(e, h) for e, h in denied], _unique(h for _, h in denied))
     if shared and policy.on_overlap == "warn" and not approved:
@@ -72,6 +82,17 @@ def preflight_gate(
         detail = "; ".join(f'"{e.label}" by {h.name}' for e, h in shared)
         return Verdict("warn", [WARN_LINE.format(n=len(shared)) + f" ({detail})"], holders)
     return Verdict("allow", [], _unique(h for _, h in shared))
+
+
+def _once(pairs: list[tuple[Element, Hold]]) -> list[tuple[Element, Hold]]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for e, h in pairs:
+        key = (h.session, e.scope, e.path)
+        if key not in seen:
+            seen.add(key)
+            out.append((e, h))
+    return out
 
 
 def _unique(holders: Iterable[Hold]) -> list[Hold]:

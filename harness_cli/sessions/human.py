@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from harness_cli import clock, paths
 from harness_cli.sessions import lifecycle
-from harness_cli.sessions.gate import Verdict, conflicts, deny_line
+from harness_cli.sessions.gate import Verdict, conflicts, deny_line, exclusive_in
 from harness_cli.sessions.model import Element, SessionRecord
 from harness_cli.sessions.policy import WorkflowPolicy
 from harness_cli.sessions.reservations import Held, look, renew
@@ -187,8 +187,9 @@ def gate_write(record: SessionRecord | None, file_path: Path, cwd: Path) -> str 
                 update={"heartbeat_at": now, "expires_at": now + expiry},
             )
     for holder in snap.live:
-        if holder.session == mine or not holder.exclusive:
+        if holder.session == mine:
             continue
         for element in conflicts([wanted], holder):
-            return deny_line(element, holder) + f" — {rel} is inside it; do not change it now"
+            if exclusive_in(holder, element):
+                return deny_line(element, holder) + f" — {rel} is inside it; do not change it now"
     return None

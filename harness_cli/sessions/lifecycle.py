@@ -286,9 +286,10 @@ def elements_for(workflow: str, case_id: str, payload: Any) -> tuple[list[Elemen
             repos = load_config().projects.projects.get(case.project)
             repo = repos.repos[0] if repos and repos.repos else ""
         if repo:
-            elements += [Element.repo(repo, str(p)) for p in args.get("paths") or [""]]
+            named = [str(p) for p in args.get("paths") or []]
+            elements += [Element.repo(repo, p) for p in named] or [Element.repo(repo, shared=True)]
     elif workflow == "finalize":
-        elements.append(Element.repo(load_config().harness.improvement.self_repo))
+        elements.append(Element.repo(load_config().harness.improvement.self_repo, shared=True))
     return elements, task
 
 

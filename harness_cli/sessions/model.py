@@ -28,15 +28,19 @@ class Element(BaseModel):
     model_config = ConfigDict(frozen=True)
     scope: str
     path: str = ""
+    shared: bool = False
+    """Held without exclusivity even in an exclusive session: a harness run's whole-repo
+    element when it does not know its paths (two cases' worktrees of one repo run side by
+    side, reference 002); an exclusive holder on it still denies."""
 
     @classmethod
     def case(cls, case_id: str) -> Element:
         return cls(scope=f"case:{case_id}")
 
     @classmethod
-    def repo(cls, repo: str, path: str = "") -> Element:
+    def repo(cls, repo: str, path: str = "", *, shared: bool = False) -> Element:
         clean = path.strip().lstrip("./") if path not in ("", "*", "**") else ""
-        return cls(scope=f"repo:{repo}", path=clean)
+        return cls(scope=f"repo:{repo}", path=clean, shared=shared)
 
     @property
     def label(self) -> str:

@@ -25,9 +25,9 @@ class WorkflowPolicy(BaseModel):
 def _default_workflows() -> dict[str, WorkflowPolicy]:
     return {
         "investigate": WorkflowPolicy(),
-        "dev-agent": WorkflowPolicy(),
+        "dev-agent": WorkflowPolicy(on_overlap="allow"),
         "consolidate": WorkflowPolicy(),
-        "finalize": WorkflowPolicy(),
+        "finalize": WorkflowPolicy(on_overlap="allow"),
         "claude-code": WorkflowPolicy(),
     }
 
