@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness_cli import clock
 from harness_cli.errors import HarnessError
@@ -26,6 +27,9 @@ from harness_cli.sessions.gate import deny_line, exclusive_in
 from harness_cli.sessions.model import Element
 from harness_cli.sessions.reservations import look
 from harness_cli.state.locks import hold as local_lock
+
+if TYPE_CHECKING:
+    from harness_cli.delivery.worktrees import Worktree
 
 log = logging.getLogger("harness.sessions")
 PREFIX = "blocked by the write guard: "
@@ -41,15 +45,14 @@ class Blocked:
         return f"{PREFIX}{self.line} — {self.file}"
 
 
-def run_base(wt: object) -> str:
+def run_base(wt: Worktree) -> str:
     """The run's base: where the case branch leaves its base branch (after a rebase onto a
     newer base, the base's own new commits are not this run's changes)."""
-    path, base_branch = Path(getattr(wt, "path")), str(getattr(wt, "base_branch"))
-    base_sha = str(getattr(wt, "base_sha", "") or "")
     try:
-        return Git(path).run("merge-base", "HEAD", f"refs/remotes/origin/{base_branch}") or base_sha
+        found = Git(wt.path).run("merge-base", "HEAD", f"refs/remotes/origin/{wt.base_branch}")
     except HarnessError:
-        return base_sha
+        return wt.base_sha
+    return found or wt.base_sha
 
 
 def changed_files(path: Path, base: str) -> list[str]:
