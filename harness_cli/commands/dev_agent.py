@@ -34,8 +34,12 @@ def dev_agent(
         raise InputError("dev-agent needs --mode task|address_review|fix_ci")
     if auto:
         args["auto"] = True
+    from harness_cli.sessions.lifecycle import finish
+
     with _workflow.running(inv), _progress.live(f"dev-agent {inv.case_id} ({chosen})"):
         outcome = run_dev_agent(inv.case_id, chosen, args, post=not no_post)
+        failed = chosen == "task" and outcome.get("state") == "failed"
+        finish(str(outcome.get("message") or outcome.get("state") or chosen), failed=failed)
     result = Result("dev-agent", data=outcome)
     mr = outcome.get("mr") or {}
     if mr:

@@ -86,9 +86,11 @@ def open_(
         lines = opened.conflicts if opened.record is None or opened.conflicts else []
         if opened.verdict.decision == "deny":
             lines = [opened.verdict.line, *lines]
-        if lines:
-            context = "**Conflicts** (someone else is already working here):\n" + "\n".join(
-                f"  - {line}" for line in lines
+        if lines or opened.briefing:
+            context = "\n".join(
+                (["**Conflicts** (someone else is already working here):"] if lines else [])
+                + [f"  - {line}" for line in lines]
+                + opened.briefing
             )
             out = {
                 "hookSpecificOutput": {
@@ -110,6 +112,7 @@ def open_(
         f"{', '.join(e.label for e in record.elements)}"
     )
     result.messages += [f"also here: {line}" for line in opened.conflicts]
+    result.messages += opened.briefing
     emit(result)
 
 

@@ -70,6 +70,7 @@ def change_push_and_mr(
     style = mr.compose_prompt_section(sops_dir(work.cfg))
     change = Change(mode=mode, changed=False)
     guarded = False
+    job = _with_session(job)
     for _ in range(BUILD_LOOPS):
         text = work.agent("dev-agent", "dev-agent", wt, mode=mode, job=job, style=style)
         _session_heard(text)
@@ -90,6 +91,7 @@ def change_push_and_mr(
             wt.path, work.checks(), work.case_dir, base_sha=wt.base_sha,
             approved=check_guard.approved_digests(work.case_dir),
         )  # fmt: skip
+        _session_checks(change.record)
         if change.record.passed:
             break
         job = _redo(work, wt, change.record)
@@ -106,6 +108,29 @@ def change_push_and_mr(
         change.commits = _subjects(wt, before)  # as pushed (the pre-push check may reword)
         change.mr = _submit(work, wt, change.meta, change.record)
     return change
+
+
+def _with_session(job: str) -> str:
+    """The session's briefing (who last worked here, what they left) and the one
+    ``report_outcome`` answer the harness asks for (004: the agent knows its session, it does
+    not own it)."""
+    from harness_cli.sessions.lifecycle import current
+    from harness_cli.sessions.outcome import INSTRUCTION
+
+    session = current()
+    if session is None:
+        return job
+    return "\n\n".join(
+        [job, *session.briefing, f"Work session {session.record.name}. {INSTRUCTION}"]
+    )
+
+
+def _session_checks(record: acceptance.AcceptanceRecord) -> None:
+    from harness_cli.sessions.lifecycle import current
+
+    session = current()
+    if session is not None:
+        session.checks = [{"command": c.command, "exit_code": c.exit_code} for c in record.checks]
 
 
 def _session_heard(text: str) -> None:

@@ -9,7 +9,7 @@ import getpass
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
@@ -65,6 +65,8 @@ class Opened:
     verdict: Verdict
     record: SessionRecord | None
     conflicts: list[str]
+    briefing: list[str] = field(default_factory=list)
+    """The last outcome reports on these elements (who worked here, what they left)."""
 
 
 def open_human(
@@ -111,7 +113,9 @@ def open_human(
         f"{h.name} holds {', '.join(e.label for e in h.elements)}: {h.task}"
         for h in verdict.holders
     ]
-    return Opened(verdict, record, lines)
+    from harness_cli.sessions.outcome import briefing
+
+    return Opened(verdict, record, lines, session.briefing if session else briefing(elements))
 
 
 def close_human(record: SessionRecord, *, summary: str = "", succeeded: bool = True) -> str:

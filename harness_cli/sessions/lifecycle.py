@@ -86,6 +86,8 @@ class Session:
     verdict: Verdict
     checks: list[dict[str, Any]] = field(default_factory=list)
     summary: str = ""
+    failed: bool = False
+    """Set by the workflow when it ended without raising but did not succeed (exit 1)."""
     report: dict[str, Any] | None = None
     briefing: list[str] = field(default_factory=list)
     held_by_others: list[str] = field(default_factory=list)
@@ -186,6 +188,13 @@ class Session:
         )
 
 
+def finish(summary: str, *, failed: bool = False) -> None:
+    """What the workflow says at its end, for the outcome report (no-op without a session)."""
+    session = current()
+    if session is not None:
+        session.summary, session.failed = summary, failed
+
+
 def current() -> Session | None:
     """The session the running workflow is in (None: none opened, e.g. a workflow the
     policy does not coordinate)."""
@@ -260,6 +269,8 @@ def open_session(
     save(record)
     session = Session(record, held, board, policy, verdict)
     session.briefing = outcomes.briefing(hold.elements)
+    if session.briefing:  # shown in its preflight too
+        event(log, "preflight_briefing", session=hold.name, lines=session.briefing)
     return verdict, session
 
 
@@ -334,7 +345,7 @@ def workflow_session(
         ok = True
     finally:
         _current.reset(token)
-        session.close(succeeded=ok, write_outcome=write_outcome)
+        session.close(succeeded=ok and not session.failed, write_outcome=write_outcome)
 
 
 def _deny_hint(verdict: Verdict) -> str:
