@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import re
@@ -16,6 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from harness_cli import clock, paths
+from harness_cli.errors import HarnessError
 from harness_cli.sessions import lifecycle
 from harness_cli.sessions.gate import Verdict, conflicts, deny_line, exclusive_in
 from harness_cli.sessions.model import Element, SessionRecord
@@ -129,8 +131,10 @@ def close_human(record: SessionRecord, *, summary: str = "", succeeded: bool = T
         return f"{record.name}: nothing held"
     files = list(record.files_changed)
     if record.cwd and record.base:
-        changed = _git(Path(record.cwd), "diff", "--name-only", record.base)
-        files = sorted({*files, *changed.split()})
+        from harness_cli.sessions.guard import changed_files
+
+        with contextlib.suppress(HarnessError):  # the checkout gone: keep what was attached
+            files = sorted({*files, *changed_files(Path(record.cwd), record.base)})
     report = outcomes.build(
         {
             "session": record.id,
