@@ -21,7 +21,7 @@ EVENTS = {
     "SessionStart": ("session-start.sh", {"matcher": "startup|resume"}, 30),
     "UserPromptSubmit": ("user-prompt-submit.sh", {}, 60),
 }
-WORK_SESSION_EVENTS = (
+WORK_SESSION_EVENTS: tuple[tuple[str, str, dict[str, str], int], ...] = (
     ("SessionStart", "session-open.sh", {"matcher": "startup|resume"}, 30),
     ("PreToolUse", "pre-tool-use.sh", {"matcher": "Write|Edit|MultiEdit|NotebookEdit"}, 30),
     ("SessionEnd", "session-end.sh", {}, 30),
