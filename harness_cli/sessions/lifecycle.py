@@ -151,6 +151,7 @@ class Session:
                 "elements": self.record.elements,
                 "held_by_others": self.held_by_others,
                 "summary": self.summary,
+                "pipeline": self.record.pipeline,
             }
             report = outcomes.build(base, self.report, succeeded=succeeded)
             try:

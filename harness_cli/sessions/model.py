@@ -164,4 +164,6 @@ class Outcome(_Doc):
     """Touched elements another session held (004 "Détenu par une autre session de travail")."""
     reported: bool = False
     """False: the agent gave no readable report_outcome block; the summary is the harness's."""
+    pipeline: str = ""
+    """The CI pipeline the session ran in (gitlab-ci dispatch)."""
     closed_at: datetime
