@@ -104,11 +104,24 @@ def _create(gl: Any, project: str, ref: str, payload: Any, payload_file: Path) -
     }
     found = gl.create_pipeline(project, ref, variables)
     now = clock.now()
-    event(log, "pipeline_started", project=project, pipeline=found.get("id"),
-          workflow=payload.workflow, case_id=payload.case_id)  # fmt: skip
-    return Tracked(pipeline=int(found["id"]), workflow=payload.workflow, case_id=payload.case_id,
-                   payload=str(payload_file), status=str(found.get("status") or "pending"),
-                   web_url=str(found.get("web_url") or ""), created_at=now, updated_at=now)  # fmt: skip
+    event(
+        log,
+        "pipeline_started",
+        project=project,
+        pipeline=found.get("id"),
+        workflow=payload.workflow,
+        case_id=payload.case_id,
+    )
+    return Tracked(
+        pipeline=int(found["id"]),
+        workflow=payload.workflow,
+        case_id=payload.case_id,
+        payload=str(payload_file),
+        status=str(found.get("status") or "pending"),
+        web_url=str(found.get("web_url") or ""),
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def _refresh(gl: Any, project: str, state: PipelinesState) -> list[Tracked]:
@@ -143,8 +156,10 @@ def poll() -> list[str]:
                 ended.append(tracked)
         for tracked in ended:
             freed = release_pipeline(tracked.pipeline)
-            said.append(f"pipeline {tracked.pipeline} ({tracked.workflow} {tracked.case_id}) "
-                        f"{tracked.status}: released {freed} session(s)")  # fmt: skip
+            said.append(
+                f"pipeline {tracked.pipeline} ({tracked.workflow} {tracked.case_id}) "
+                f"{tracked.status}: released {freed} session(s)"
+            )
         while (
             state.queued
             and sum(t.status in ACTIVE for t in state.pipelines) < settings.max_concurrent
@@ -176,8 +191,14 @@ def release_pipeline(pipeline: int) -> int:
         snap = look(board, clock.now(), lifecycle.machine_id())
         for h in snap.live:
             if h.pipeline == str(pipeline):
-                renew(board, Held(h), now=clock.now(), machine=lifecycle.machine_id(),
-                      attempts=attempts, release=True)  # fmt: skip
+                renew(
+                    board,
+                    Held(h),
+                    now=clock.now(),
+                    machine=lifecycle.machine_id(),
+                    attempts=attempts,
+                    release=True,
+                )
                 freed += 1
     event(log, "pipeline_sessions_released", pipeline=pipeline, sessions=freed)
     return freed
