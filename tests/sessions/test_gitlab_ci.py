@@ -107,3 +107,48 @@ def test_an_investigation_runs_as_a_pipeline_and_a_dead_job_frees_its_session(
     assert f"pipeline {second['id']} (finalize AAA-101) failed: released 1 session(s)" in out
     _, out, _ = cli("session", "list", "--json")
     assert json.loads(out)["data"]["live"] == []
+
+
+def test_past_the_concurrency_cap_a_dispatch_waits_and_starts_when_a_slot_frees(
+    cli, box: Sandbox, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    import yaml
+
+    from harness_cli.dispatch import Payload, Trigger, dispatch
+
+    assert cli("init")[0] == 0
+    config = tmp_path / "agent-config" / "harness.yaml"
+    data = yaml.safe_load(config.read_text())
+    data["ci_dispatch"] = {"project": "acme/harness", "max_concurrent": 1}
+    config.write_text(yaml.safe_dump(data))
+    box.gitlab.control(
+        "create_project",
+        {
+            "path": "acme/harness",
+            "files": {"README.md": "h\n"},
+            "ci_command": ["sh", "-c", "sleep 1"],
+        },
+    )
+    done = [
+        dispatch(
+            Payload(
+                workflow="investigate",
+                case_id=f"AAA-{n}",
+                case_dir="",
+                trigger=Trigger(kind="admin_command"),
+            ),
+            backend="gitlab-ci",
+        )
+        for n in (1, 2)
+    ]
+    assert [d.started for d in done] == [True, False]
+    assert done[1].detail == "queued: 1 pipelines running (max_concurrent)"
+    box.gitlab.wait_for_pipelines(timeout=60)
+    code, out, err = cli("mr-monitor", "--json")
+    assert code == 0, err
+    assert f"started for queued {done[1].payload_file.name}" in out
+    box.gitlab.wait_for_pipelines(timeout=60)
+    statuses = [
+        p["status"] for p in box.gitlab.snapshot()["pipelines"] if p["project"] == "acme/harness"
+    ]
+    assert statuses == ["success", "success"]
