@@ -61,6 +61,35 @@ class Machine:
         return data
 
 
+def call(
+    cli,
+    monkeypatch: pytest.MonkeyPatch,
+    machine: Machine,
+    *args: str,  # type: ignore[no-untyped-def]
+    now: str | None = None,
+) -> tuple[int, str, str]:
+    """``harness ARGS`` in-process as ``machine`` (no process start)."""
+    with monkeypatch.context() as scoped:
+        for key, value in {**machine.env, **({"HARNESS_NOW": now} if now else {})}.items():
+            scoped.setenv(key, value)
+        result: tuple[int, str, str] = cli(*args)
+    return result
+
+
+def here(
+    cli,
+    monkeypatch: pytest.MonkeyPatch,
+    machine: Machine,
+    *args: str,  # type: ignore[no-untyped-def]
+    now: str | None = None,
+) -> dict[str, Any]:
+    """``harness ARGS --json`` in-process as ``machine``: its data."""
+    code, out, err = call(cli, monkeypatch, machine, *args, "--json", now=now)
+    assert code == 0, f"{args} exited {code}: {err}{out}"
+    data: dict[str, Any] = json.loads(out)["data"]
+    return data
+
+
 @pytest.fixture
 def remote(tmp_path: Path) -> str:
     bare = tmp_path / "workspace-remote.git"

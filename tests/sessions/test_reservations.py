@@ -15,7 +15,7 @@ from harness_cli.sessions.board import Board
 from harness_cli.sessions.model import Element, Hold
 from harness_cli.sessions.policy import WorkflowPolicy
 from harness_cli.sessions.reservations import Held, acquire, look, renew
-from tests.sessions.conftest import Machine
+from tests.sessions.conftest import Machine, call, here
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -134,7 +134,9 @@ def test_release_heartbeat_and_expiry_on_the_remote(tmp_path: Path, remote: str)
     )
 
 
-def test_machines_racing_through_the_cli_get_one_winner_and_the_losers_name_it(machines) -> None:  # type: ignore[no-untyped-def]
+def test_machines_racing_through_the_cli_get_one_winner_and_the_losers_name_it(
+    machines, cli, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     trio: list[Machine] = machines(3)
     for seed in range(2):
         args = (
@@ -164,32 +166,42 @@ def test_machines_racing_through_the_cli_get_one_winner_and_the_losers_name_it(m
                     f"is being worked on by harness/dev-agent/{machine_id} (fix rounding)"
                     in out + err
                 )
-        listed = trio[0].json("session", "list")["live"]
+        listed = here(cli, monkeypatch, trio[0], "session", "list")["live"]
         assert [h["name"] for h in listed] == [f"harness/dev-agent/{machine_id}"]
         import json
 
         session_id = json.loads(done[codes.index(0)][1])["data"]["id"]
-        assert winner.run("session", "close", session_id)[0] == 0
-        assert trio[1].json("session", "list")["live"] == []
+        assert call(cli, monkeypatch, winner, "session", "close", session_id)[0] == 0
+        assert here(cli, monkeypatch, trio[1], "session", "list")["live"] == []
 
 
-def test_a_sigkilled_holder_is_released_after_its_heartbeat_expires_never_before(machines) -> None:  # type: ignore[no-untyped-def]
+def test_a_sigkilled_holder_is_released_after_its_heartbeat_expires_never_before(
+    machines, cli, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     a, b = machines(2)
     t0 = "2026-03-02T09:00:00+00:00"
     killed = a.run("investigate", "AAA-7", now=t0, extra={"HARNESS_CRASH_AT": "session.opened"})
     assert killed[0] == -9, killed
     holder = f"harness/investigate/{(a.home / 'machine-id').read_text().strip()}"
-    before = b.run("investigate", "AAA-7", now="2026-03-02T09:04:59+00:00")
+    before = call(cli, monkeypatch, b, "investigate", "AAA-7", now="2026-03-02T09:04:59+00:00")
     assert before[0] == 4, before
     assert (
         f'session denied by preflight gate: "case AAA-7" is being worked on by {holder}'
         in before[2]
     )
     assert not (b.workspace / "case-workspaces" / "AAA-7").exists()  # nothing cloned or changed
-    assert b.json("session", "list", now="2026-03-02T09:04:59+00:00")["live"][0]["name"] == holder
-    after = b.json("session", "list", now="2026-03-02T09:05:00+00:00")
+    assert (
+        here(cli, monkeypatch, b, "session", "list", now="2026-03-02T09:04:59+00:00")["live"][0][
+            "name"
+        ]
+        == holder
+    )
+    after = here(cli, monkeypatch, b, "session", "list", now="2026-03-02T09:05:00+00:00")
     assert after["live"] == [] and len(after["stale"]) == 1
-    opened = b.run(
+    opened = call(
+        cli,
+        monkeypatch,
+        b,
         "session",
         "open",
         "--workflow",
@@ -201,12 +213,12 @@ def test_a_sigkilled_holder_is_released_after_its_heartbeat_expires_never_before
     assert opened[0] == 0, opened
 
 
-def test_the_dead_holders_own_machine_releases_it_at_once(machines) -> None:  # type: ignore[no-untyped-def]
+def test_the_dead_holders_own_machine_releases_it_at_once(machines, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     (a,) = machines(1)
     t0 = "2026-03-02T09:00:00+00:00"
     assert (
         a.run("investigate", "AAA-8", now=t0, extra={"HARNESS_CRASH_AT": "session.opened"})[0] == -9
     )
     # same machine, one second later: its process is gone, so the hold is stale already
-    listed = a.json("session", "list", now="2026-03-02T09:00:01+00:00")
+    listed = here(cli, monkeypatch, a, "session", "list", now="2026-03-02T09:00:01+00:00")
     assert listed["live"] == [] and len(listed["stale"]) == 1
