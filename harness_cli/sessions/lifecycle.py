@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from harness_cli import clock, paths
@@ -67,7 +68,7 @@ def open_board() -> Board:
     return Board(paths.home() / "sessions" / "board.git", remote_url())
 
 
-def record_path(session_id: str) -> Any:
+def record_path(session_id: str) -> Path:
     return paths.home() / "sessions" / f"{session_id}.json"
 
 
