@@ -210,7 +210,8 @@ def main() -> None:
             f"  {n} machine(s): done {r['done']:.0f}/{total}, duplicate work {r['duplicates']:.0f}"
             f" (goal 0), denied then succeeded {r['denied_then_succeeded']:.0f}, never started "
             f"{r['never_started']:.0f}, mean wait {r['mean_wait_min']:.1f} min, all done after "
-            f"{r['makespan_h']:.1f} h simulated, remote ops per dispatch {r['ops_per_dispatch']:.2f}"
+            f"{r['makespan_h']:.1f} h simulated, remote ops per dispatch "
+            f"{r['ops_per_dispatch']:.2f}"
             f" (goal ≤ 3; all machines' ops per ticket, losers' looks included: "
             f"{r['ops_per_ticket']:.2f}), {r['wall_s']:.0f} s wall"
         )
