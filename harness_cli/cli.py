@@ -50,6 +50,9 @@ COMMANDS: dict[str, Entry] = {
     "session-sync": Entry(
         "session_sync", "Sync claude CLI sessions through the git session store (hooks call it)."
     ),
+    "session": Entry(
+        "session", "Work sessions and reservations: open, close, status, list (hooks call it)."
+    ),
     "finalize": Entry(
         "finalize", "Roll an idle case's gap reports into one MR against the harness."
     ),

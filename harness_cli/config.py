@@ -26,6 +26,7 @@ from pydantic import (
 from harness_cli import paths
 from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.bounds import InputBounds
+from harness_cli.ci_dispatch import CiDispatchSettings
 from harness_cli.cost.prices import CostSettings
 from harness_cli.delivery.monitor_thresholds import MonitorThresholds
 from harness_cli.delivery.thresholds import DeliveryThresholds
@@ -33,6 +34,7 @@ from harness_cli.errors import ConfigError
 from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.investigation.thresholds import InvestigationThresholds
 from harness_cli.memory.thresholds import MemoryThresholds
+from harness_cli.sessions.policy import SessionsPolicy
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -121,7 +123,7 @@ class HarnessConfig(_Human):
     """The only channels the harness may post to. Default: the operator's self-DM only."""
     auto_monitor: bool = True
     """New tickets start an investigation by themselves (``oncall-toggle`` flips it)."""
-    dispatch: Literal["systemd", "local", "inline", "record"] | None = None
+    dispatch: Literal["systemd", "local", "inline", "record", "gitlab-ci"] | None = None
     """Overridden by ``HARNESS_DISPATCH``. Default: systemd if available, else local."""
     runtime: Literal["claude-code", "anthropic"] | None = None
     """Overridden by ``HARNESS_RUNTIME``. Unset: ``claude-code`` when the claude CLI is installed,
@@ -142,6 +144,11 @@ class HarnessConfig(_Human):
     """finalize's filters and the harness's own repo; kb-update's 10 / 3 / 6."""
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     """The box the agents' commands run in (bubblewrap); fail closed unless opted out."""
+    ci_dispatch: CiDispatchSettings = Field(default_factory=CiDispatchSettings)
+    """``dispatch: gitlab-ci``: the harness project whose pipelines run the workflows."""
+    sessions: SessionsPolicy = Field(default_factory=SessionsPolicy)
+    """Work sessions and reservations (004): heartbeat, expiry, approval TTL, per-workflow
+    exclusivity."""
     inputs: InputBounds = Field(default_factory=InputBounds)
     """How much third-party text (ticket, replies, CI logs, tool results) a prompt takes."""
     cost: CostSettings = Field(default_factory=CostSettings)

@@ -2,7 +2,8 @@
 
 Backends (``HARNESS_DISPATCH``): ``systemd`` (a transient user unit named after workflow and
 case, so systemd itself refuses a second copy), ``local`` (a detached process with its own log
-file), ``inline`` (same process, synchronous: tests and ``demo``), ``record`` (payload only).
+file), ``inline`` (same process, synchronous: tests and ``demo``), ``record`` (payload only),
+``gitlab-ci`` (a pipeline of the harness's own GitLab project: :mod:`harness_cli.ci_dispatch`).
 Whatever the backend, the workflow takes a per-(workflow, case) lock when it starts, so the
 same workflow never runs twice at once on one case (the second exits 3).
 
@@ -33,8 +34,8 @@ from harness_cli.state.store import atomic_create_bytes, atomic_write_text
 
 log = logging.getLogger("harness.dispatch")
 
-Backend = Literal["systemd", "local", "inline", "record"]
-BACKENDS: tuple[Backend, ...] = ("systemd", "local", "inline", "record")
+Backend = Literal["systemd", "local", "inline", "record", "gitlab-ci"]
+BACKENDS: tuple[Backend, ...] = ("systemd", "local", "inline", "record", "gitlab-ci")
 
 
 class Trigger(BaseModel):
@@ -213,6 +214,11 @@ def _start(payload: Payload, payload_file: Path, chosen: Backend) -> Dispatched:
 
         code = run([payload.workflow, "--payload", str(payload_file)])
         return Dispatched(chosen, payload_file, started=True, exit_code=code)
+    if chosen == "gitlab-ci":
+        from harness_cli import ci_dispatch
+
+        started, detail = ci_dispatch.start(payload, payload_file)
+        return Dispatched(chosen, payload_file, started=started, detail=detail)
     argv = command_line(payload.workflow, payload_file)
     if chosen == "systemd":
         unit = _unit_name(payload.workflow, payload.case_id)

@@ -36,6 +36,7 @@ POINTS: dict[str, str] = {
     "workspace.committed": "the workspace committed, not yet pushed",
     "workspace.pushed": "the workspace pushed",
     "intake.done": "about to record a batch of messages as done",
+    "session.opened": "a workflow's session opened (reservations on the remote), no work begun",
 }
 """Every crash point, with the durable step it follows."""
 

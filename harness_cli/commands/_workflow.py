@@ -49,11 +49,16 @@ def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> In
 
 
 @contextmanager
-def running(inv: Invocation, *, sync: bool = True) -> Iterator[Invocation]:
+def running(
+    inv: Invocation, *, sync: bool = True, write_outcome: bool = True
+) -> Iterator[Invocation]:
     """The per-(workflow, case) lock (exit 3), and the pause gate once more at start: a payload
-    dispatched by someone else's activity just before a pause must not run during it.
-    ``sync=False`` (``investigate --no-post``): the run's cost lands in case.json uncommitted,
-    like everything else the run wrote."""
+    dispatched by someone else's activity just before a pause must not run during it. Then the
+    work session (``harness_cli.sessions``): the preflight gate before anything is cloned
+    (deny: exit 4 naming the holder; warn: parked as waiting_for_approval), its heartbeat, and
+    at the end its outcome report (``write_outcome``: False for a dry run) and release. Inside
+    it the cost scope (``metered``); ``sync=False`` (``investigate --no-post``): the run's
+    cost lands in case.json uncommitted, like everything else the run wrote."""
     if inv.payload is not None:
         from harness_cli.intake import pause
 
@@ -74,7 +79,13 @@ def running(inv: Invocation, *, sync: bool = True) -> Iterator[Invocation]:
                 hint="held back: it runs by itself once the pause ends (`harness status` "
                 "lists it until then)",
             )
-    with workflow_lock(inv.workflow, inv.case_id), metered(inv, sync=sync):
+    from harness_cli.sessions.lifecycle import workflow_session
+
+    with (
+        workflow_lock(inv.workflow, inv.case_id),
+        workflow_session(inv.workflow, inv.case_id, inv.payload, write_outcome=write_outcome),
+        metered(inv, sync=sync),
+    ):
         yield inv
 
 

@@ -34,8 +34,16 @@ def dev_agent(
         raise InputError("dev-agent needs --mode task|address_review|fix_ci")
     if auto:
         args["auto"] = True
+    from harness_cli.sessions.lifecycle import finish
+
     with _workflow.running(inv), _progress.live(f"dev-agent {inv.case_id} ({chosen})"):
         outcome = run_dev_agent(inv.case_id, chosen, args, post=not no_post)
+        failed = chosen == "task" and outcome.get("state") == "failed"
+        # the harness's own facts only: the run's message quotes third-party text
+        sha = str(outcome.get("pushed_sha") or "")
+        mr_url = str((outcome.get("mr") or {}).get("web_url") or "")
+        said = f"pushed {sha[:8]}" if sha else str(outcome.get("state") or "nothing pushed")
+        finish(f"dev-agent {chosen}: {said}" + (f", MR {mr_url}" if mr_url else ""), failed=failed)
     result = Result("dev-agent", data=outcome)
     mr = outcome.get("mr") or {}
     if mr:

@@ -31,12 +31,14 @@ def investigate(
     from harness_cli.commands import _progress, _workflow
     from harness_cli.config import load_config
     from harness_cli.investigation.run import investigate_case
+    from harness_cli.sessions.lifecycle import finish
 
     inv = _workflow.resolve("investigate", case, payload)
-    with _workflow.running(inv, sync=not no_post):
+    with _workflow.running(inv, sync=not no_post, write_outcome=not no_post):
         budget = load_config().harness.investigation.max_iterations
         with _progress.live(f"investigate {inv.case_id}", max_iterations=budget):
             outcome = investigate_case(inv.case_id, post=not no_post)
+        finish(str(outcome["exit_line"]), failed=bool(outcome["exit_code"]))
     result = Result("investigate", data=outcome, exit_code=outcome["exit_code"])
     result.messages.append(outcome["exit_line"])
     if outcome["exit_code"]:

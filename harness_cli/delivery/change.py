@@ -25,6 +25,7 @@ from harness_cli.errors import PolicyRefused
 from harness_cli.investigation.jsonblocks import json_objects
 from harness_cli.investigation.prompts import sops_dir
 from harness_cli.logs import event
+from harness_cli.sessions import guard as write_guard
 
 log = logging.getLogger("harness.dev_agent")
 
@@ -68,15 +69,29 @@ def change_push_and_mr(
     before = head_sha(wt.path)
     style = mr.compose_prompt_section(sops_dir(work.cfg))
     change = Change(mode=mode, changed=False)
+    guarded = False
+    job = _with_session(job)
     for _ in range(BUILD_LOOPS):
         text = work.agent("dev-agent", "dev-agent", wt, mode=mode, job=job, style=style)
+        _session_heard(text)
         change.meta = _last_json(text) or change.meta
         _commit_with_style(work, wt, change.meta, before)
+        blocked = _write_guard(wt)
+        if blocked and not guarded:  # one chance to give the files back, like the other guards
+            guarded = True
+            job = write_guard.revert_note(blocked, wt.base_sha)
+            continue
+        if blocked:
+            raise PolicyRefused(
+                blocked[0].render(),
+                hint="nothing was pushed; the holder's session must end first",
+            )
         change.left_out = outside_task_paths(wt.path)
         change.record = acceptance.run_acceptance(
             wt.path, work.checks(), work.case_dir, base_sha=wt.base_sha,
             approved=check_guard.approved_digests(work.case_dir), box=work.cfg.harness.sandbox,
         )  # fmt: skip
+        _session_checks(change.record)
         if change.record.passed:
             break
         job = _redo(work, wt, change.record)
@@ -93,6 +108,41 @@ def change_push_and_mr(
         change.commits = _subjects(wt, before)  # as pushed (the pre-push check may reword)
         change.mr = _submit(work, wt, change.meta, change.record)
     return change
+
+
+def _with_session(job: str) -> str:
+    """The session's briefing (who last worked here, what they left) and the one
+    ``report_outcome`` answer the harness asks for (004: the agent knows its session, it does
+    not own it)."""
+    from harness_cli.sessions.lifecycle import current
+    from harness_cli.sessions.outcome import INSTRUCTION
+
+    session = current()
+    if session is None:
+        return job
+    return "\n\n".join(
+        [job, *session.briefing, f"Work session {session.record.name}. {INSTRUCTION}"]
+    )
+
+
+def _session_checks(record: acceptance.AcceptanceRecord) -> None:
+    from harness_cli.sessions.lifecycle import current
+
+    session = current()
+    if session is not None:
+        session.checks = [{"command": c.command, "exit_code": c.exit_code} for c in record.checks]
+
+
+def _session_heard(text: str) -> None:
+    from harness_cli.sessions.lifecycle import current
+
+    session = current()
+    if session is not None:
+        session.agent_said(text)
+
+
+def _write_guard(wt: worktrees.Worktree) -> list[write_guard.Blocked]:
+    return write_guard.write_guard(wt.project, wt.path, write_guard.run_base(wt))
 
 
 def _redo(work: Work, wt: worktrees.Worktree, record: acceptance.AcceptanceRecord) -> str:

@@ -74,6 +74,14 @@ def protected_branches(wt: Worktree) -> set[str]:
     return protected
 
 
+def _write_guard(wt: Worktree) -> str | None:
+    """The files this branch changes against another session's exclusive reservation."""
+    from harness_cli.sessions.guard import run_base, write_guard
+
+    blocked = write_guard(wt.project, wt.path, run_base(wt))
+    return "; ".join(b.render() for b in blocked[:5]) if blocked else None
+
+
 def push_refusal(wt: Worktree) -> str | None:
     """Why the harness will not push ``wt.branch`` at all (None: it may)."""
     if not wt.branch.startswith(BRANCH_PREFIX):
@@ -172,7 +180,7 @@ def real_push(wt: Worktree, *, lease: str | None = None) -> PushResult:
     allowed; a protected branch is refused here whatever the caller asked)."""
     git = wt.git()
     # The pre-push point: every check on what may leave goes here, one line each.
-    refusal = push_refusal(wt) or check_before_push(wt)
+    refusal = push_refusal(wt) or check_before_push(wt) or _write_guard(wt)
     if refusal is not None:
         return PushResult(ok=False, branch=wt.branch, refused=True, error=refusal)
     from harness_cli.delivery import secret_scan

@@ -150,6 +150,10 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         if verb == "reopen":
             return reopen.reopen_case(ctx.cfg, case_id, by=ctx.operator).message
         return reopen.accept_checks(ctx.cfg, case_id, by=ctx.operator)[1]
+    if verb == "approve":
+        from harness_cli.sessions import waiting
+
+        return waiting.approve(cmd.args[0], backend=ctx.backend)
     if verb == "gap-patterns":
         dispatch.spawn(["gap-patterns"], backend=ctx.backend)
         return "gap-patterns started"

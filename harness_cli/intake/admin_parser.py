@@ -30,6 +30,7 @@ admin commands (send them in your self-DM, prefixed with "admin:"):
   reopen <case>                     put a failed/stuck/closed case back for approval
   accept-checks <case>              accept the change to the required checks (MR leaves draft)
   gap-patterns                      cluster gap reports across cases now
+  approve <run>                     check a run waiting for approval again and start it
   help                              this message"""
 
 
@@ -46,7 +47,7 @@ class AdminCommand:
     verb: str
     """task, oncall-run, oncall-toggle, mr-rescan, mr-pause, mr-resume, oncall-pause,
     oncall-resume, oncall-status, finalize, register-thread, close-case, reopen, accept-checks,
-    budget, gap-patterns, help."""
+    budget, gap-patterns, approve, help."""
     args: tuple[str, ...] = ()
     flags: frozenset[str] = field(default_factory=frozenset)
     duration: timedelta | None = None
@@ -89,6 +90,7 @@ _ARITY: dict[str, tuple[int, str]] = {  # -1: zero or one argument
     "reopen": (1, "reopen <case>"),
     "accept-checks": (1, "accept-checks <case>"),
     "gap-patterns": (0, "gap-patterns"),
+    "approve": (1, "approve <run>"),
     "help": (0, "help"),
 }
 

@@ -21,6 +21,12 @@ EVENTS = {
     "SessionStart": ("session-start.sh", {"matcher": "startup|resume"}, 30),
     "UserPromptSubmit": ("user-prompt-submit.sh", {}, 60),
 }
+WORK_SESSION_EVENTS: tuple[tuple[str, str, dict[str, str], int], ...] = (
+    ("SessionStart", "session-open.sh", {"matcher": "startup|resume"}, 30),
+    ("PreToolUse", "pre-tool-use.sh", {"matcher": "Write|Edit|MultiEdit|NotebookEdit"}, 30),
+    ("SessionEnd", "session-end.sh", {}, 30),
+)
+"""A human's session taking part in work sessions (issue #19): open, ask the gate, close."""
 
 
 def hook_settings(hooks_dir: Path = HOOKS_DIR) -> dict[str, Any]:
@@ -29,6 +35,9 @@ def hook_settings(hooks_dir: Path = HOOKS_DIR) -> dict[str, Any]:
     for event, (script, extra, timeout) in EVENTS.items():
         command = {"type": "command", "command": str(hooks_dir / script), "timeout": timeout}
         out[event] = [{**extra, "hooks": [command]}]
+    for event, script, extra, timeout in WORK_SESSION_EVENTS:
+        command = {"type": "command", "command": str(hooks_dir / script), "timeout": timeout}
+        out.setdefault(event, []).append({**extra, "hooks": [command]})
     return {"hooks": out}
 
 

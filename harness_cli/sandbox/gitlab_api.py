@@ -242,6 +242,14 @@ class GitLabEmulator(Emulator):
         self.state.sync(target)
         return {"sha": sha}
 
+    def _ctl_set_ci_variables(
+        self, project: str | int, variables: dict[str, str]
+    ) -> dict[str, Any]:
+        """Settings → CI/CD → Variables of a project (what a team sets once: tokens, URLs)."""
+        found = self.state.project(project)
+        found.ci_variables.update({str(k): str(v) for k, v in variables.items()})
+        return {"path": found.path, "keys": sorted(found.ci_variables)}
+
     def _ctl_add_token(self, token: str, user: str | int) -> dict[str, Any]:
         self.state.revoked.discard(token)
         self.state.tokens[token] = self.state.user(user).id

@@ -51,6 +51,7 @@ class _Work:
     argv: list[str]
     bare: Path
     project_path: str
+    variables: dict[str, str]
 
 
 class CiRunner:
@@ -140,7 +141,10 @@ class CiRunner:
             job.started_at = at
             pipeline.started_at = pipeline.started_at or at
             pipeline.updated_at = at
-            return _Work(pipeline, job, ci_argv(project.ci_command), project.bare, project.path)
+            variables = {**project.ci_variables, **pipeline.variables}
+            return _Work(
+                pipeline, job, ci_argv(project.ci_command), project.bare, project.path, variables
+            )
 
     def _append(self, job: Job, text: str) -> None:
         with self._lock:
@@ -197,6 +201,7 @@ class CiRunner:
             "CI_PROJECT_PATH": work.project_path,
             "CI_PROJECT_DIR": str(checkout),
         }
+        env.update(work.variables)  # project CI/CD variables, then the pipeline's
         try:
             proc = subprocess.Popen(
                 work.argv,

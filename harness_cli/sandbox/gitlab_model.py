@@ -90,6 +90,9 @@ class Project:
     forced_results: list[str] = field(default_factory=list)
     next_mr_iid: int = 1
     next_pipeline_iid: int = 1
+    ci_variables: dict[str, str] = field(default_factory=dict)
+    """Project CI/CD variables (Settings → CI/CD → Variables): every job of the project gets
+    them as environment variables, pipeline variables win."""
     access: dict[int, int] = field(default_factory=dict)
     """User id → GitLab access level (10 guest, 20 reporter, 30 developer, 40 maintainer; 0: not
     a member, so the private project is a 404). Users not listed are developers."""
@@ -365,6 +368,8 @@ class Pipeline:
     finished_at: float | None = None
     jobs: list[Job] = field(default_factory=list)
     forced: bool = False
+    variables: dict[str, str] = field(default_factory=dict)
+    """Pipeline variables given at creation (``POST …/pipeline`` with ``variables``)."""
 
     def summary(self, project: Project, base: str) -> dict[str, Any]:
         return {

@@ -202,8 +202,24 @@ def create_pipeline(ctx: Ctx) -> Response:
     sha = project.seen_heads.get(ref) or gitlab_git.rev_parse(project.bare, ref)
     if sha is None:
         raise ApiError(400, {"message": {"base": ["Reference not found"]}})
-    pipeline = ctx.state.create_pipeline(project, sha, ref, "api")
+    variables = _variables(ctx.args().get("variables"))
+    pipeline = ctx.state.create_pipeline(project, sha, ref, "api", variables)
     return Response.json(pipeline.json(project, ctx.base), status=201)
+
+
+def _variables(raw: object) -> dict[str, str]:
+    """``variables: [{"key": …, "value": …, "variable_type": "env_var"}]`` as GitLab takes
+    them; a malformed entry is a 400 like GitLab's."""
+    if raw in (None, ""):
+        return {}
+    if not isinstance(raw, list):
+        raise ApiError(400, {"error": "variables is invalid"})
+    found: dict[str, str] = {}
+    for item in raw:
+        if not isinstance(item, dict) or not str(item.get("key") or ""):
+            raise ApiError(400, {"error": "variables is invalid"})
+        found[str(item["key"])] = str(item.get("value") or "")
+    return found
 
 
 def retry_pipeline(ctx: Ctx) -> Response:

@@ -238,7 +238,14 @@ class GitLabState:
         existing = self.head_pipeline(project, sha)
         return existing or self.create_pipeline(project, sha, ref, source)
 
-    def create_pipeline(self, project: Project, sha: str, ref: str, source: str) -> Pipeline:
+    def create_pipeline(
+        self,
+        project: Project,
+        sha: str,
+        ref: str,
+        source: str,
+        variables: dict[str, str] | None = None,
+    ) -> Pipeline:
         with self.lock:
             at = now_ms()
             pipeline = Pipeline(
@@ -250,6 +257,7 @@ class GitLabState:
                 source=source,
                 created_at=at,
                 updated_at=at,
+                variables=dict(variables or {}),
             )
             project.next_pipeline_iid += 1
             self.pipelines[pipeline.id] = pipeline

@@ -339,6 +339,23 @@ class LiveGitLab:
         raw = self._guard(job.trace)
         return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
+    # -- pipelines of the harness's own project (HARNESS_DISPATCH=gitlab-ci) -------------------
+    def create_pipeline(self, project: str, ref: str, variables: dict[str, str]) -> dict[str, Any]:
+        body = {"ref": ref, "variables": [{"key": k, "value": v} for k, v in variables.items()]}
+        self.calls += 1
+        found = self._guard(lambda: self._project(project).pipelines.create(body))
+        return dict(found.attributes)
+
+    def get_pipeline(self, project: str, pipeline_id: int) -> dict[str, Any]:
+        self.calls += 1
+        found = self._guard(lambda: self._project(project).pipelines.get(pipeline_id))
+        return dict(found.attributes)
+
+    def cancel_pipeline(self, project: str, pipeline_id: int) -> None:
+        pipeline = self._project(project).pipelines.get(pipeline_id, lazy=True)
+        self.calls += 1
+        self._guard(pipeline.cancel)
+
     # -- plumbing -------------------------------------------------------------------------------
     def _project(self, path: str) -> Any:
         if path not in self._projects:

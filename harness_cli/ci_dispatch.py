@@ -1,0 +1,204 @@
+"""``HARNESS_DISPATCH=gitlab-ci``: each workflow runs as a pipeline of the harness's own
+GitLab project (ARCHITECTURE.md "Scale"; issue #19 point 7).
+
+``project.pipelines.create({"ref": …, "variables": [HARNESS_PAYLOAD, HARNESS_WORKFLOW,
+HARNESS_CASE]})`` starts the job of ``cron/gitlab-ci/harness-job.yml`` (which clones the
+workspace and runs ``harness <workflow> --payload …``); the workflow's work session records
+the pipeline id (``CI_PIPELINE_ID``). At most ``max_concurrent`` of our pipelines run at once,
+the rest wait in ``$HARNESS_HOME/pipelines.json`` and start as slots free. :func:`poll` (from
+every mr-monitor cycle) follows them: a failed, canceled or stuck job releases its session at
+once instead of holding its reservations until the heartbeat expires.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness_cli import clock, paths
+from harness_cli.logs import event
+from harness_cli.state.store import JsonFile
+
+log = logging.getLogger("harness.dispatch")
+ACTIVE = ("created", "waiting_for_resource", "preparing", "pending", "running", "scheduled")
+ENDED_BADLY = ("failed", "canceled", "skipped")
+
+
+class CiDispatchSettings(BaseModel):
+    """``ci_dispatch:`` in harness.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+    project: str = ""
+    """The harness's own GitLab project whose CI runs the workflows ("": improvement.self_repo)."""
+    ref: str = "main"
+    max_concurrent: int = Field(4, ge=1)
+    """Our pipelines running at once; more wait in pipelines.json."""
+    stuck_minutes: float = Field(120.0, gt=0)
+    """A pipeline still pending or running after this long is canceled and its session freed."""
+
+
+class Tracked(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    pipeline: int
+    workflow: str
+    case_id: str
+    payload: str
+    status: str = "pending"
+    web_url: str = ""
+    created_at: datetime
+    updated_at: datetime
+
+
+class PipelinesState(BaseModel):
+    """``$HARNESS_HOME/pipelines.json``."""
+
+    model_config = ConfigDict(extra="allow")
+    schema_version: int = 1
+    pipelines: list[Tracked] = Field(default_factory=list)
+    queued: list[str] = Field(default_factory=list)
+    """Payload files waiting for a free slot, oldest first."""
+
+
+def state_file() -> JsonFile[PipelinesState]:
+    return JsonFile(paths.state_file("pipelines.json"), PipelinesState)
+
+
+def _client() -> Any:
+    from harness_cli.services.gitlab import GitLabSettings, LiveGitLab
+
+    return LiveGitLab(GitLabSettings.from_env())
+
+
+def _settings() -> tuple[CiDispatchSettings, str]:
+    from harness_cli.config import load_config
+
+    cfg = load_config().harness
+    return cfg.ci_dispatch, cfg.ci_dispatch.project or cfg.improvement.self_repo
+
+
+def start(payload: Any, payload_file: Path) -> tuple[bool, str]:
+    """Start the payload's pipeline, or queue it when ``max_concurrent`` are running."""
+    settings, project = _settings()
+    gl = _client()
+    with state_file().update() as state:
+        _refresh(gl, project, state)
+        active = [t for t in state.pipelines if t.status in ACTIVE]
+        if len(active) >= settings.max_concurrent:
+            if str(payload_file) not in state.queued:
+                state.queued.append(str(payload_file))
+            return False, f"queued: {len(active)} pipelines running (max_concurrent)"
+        tracked = _create(gl, project, settings.ref, payload, payload_file)
+        state.pipelines.append(tracked)
+    return True, f"pipeline {tracked.pipeline} {tracked.web_url}".strip()
+
+
+def _create(gl: Any, project: str, ref: str, payload: Any, payload_file: Path) -> Tracked:
+    variables = {
+        "HARNESS_PAYLOAD": payload.model_dump_json(),
+        "HARNESS_WORKFLOW": payload.workflow,
+        "HARNESS_CASE": payload.case_id,
+    }
+    found = gl.create_pipeline(project, ref, variables)
+    now = clock.now()
+    event(
+        log,
+        "pipeline_started",
+        project=project,
+        pipeline=found.get("id"),
+        workflow=payload.workflow,
+        case_id=payload.case_id,
+    )
+    return Tracked(
+        pipeline=int(found["id"]),
+        workflow=payload.workflow,
+        case_id=payload.case_id,
+        payload=str(payload_file),
+        status=str(found.get("status") or "pending"),
+        web_url=str(found.get("web_url") or ""),
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def _refresh(gl: Any, project: str, state: PipelinesState) -> list[Tracked]:
+    """Re-read every active pipeline; returns the ones that just ended badly."""
+    ended = []
+    for tracked in state.pipelines:
+        if tracked.status not in ACTIVE:
+            continue
+        status = str(gl.get_pipeline(project, tracked.pipeline).get("status") or tracked.status)
+        if status != tracked.status:
+            tracked.status, tracked.updated_at = status, clock.now()
+            if status in ENDED_BADLY:
+                ended.append(tracked)
+    return ended
+
+
+def poll() -> list[str]:
+    """One look at our pipelines: release the sessions of failed or stuck jobs, start queued
+    payloads as slots free. Returns what it did, one line each."""
+    if not state_file().path.exists():
+        return []
+    settings, project = _settings()
+    gl = _client()
+    said: list[str] = []
+    with state_file().update() as state:
+        ended = _refresh(gl, project, state)
+        limit = clock.now() - timedelta(minutes=settings.stuck_minutes)
+        for tracked in state.pipelines:
+            if tracked.status in ACTIVE and tracked.created_at < limit:
+                gl.cancel_pipeline(project, tracked.pipeline)
+                tracked.status, tracked.updated_at = "stuck", clock.now()
+                ended.append(tracked)
+        for tracked in ended:
+            freed = release_pipeline(tracked.pipeline)
+            said.append(
+                f"pipeline {tracked.pipeline} ({tracked.workflow} {tracked.case_id}) "
+                f"{tracked.status}: released {freed} session(s)"
+            )
+        while (
+            state.queued
+            and sum(t.status in ACTIVE for t in state.pipelines) < settings.max_concurrent
+        ):
+            queued = Path(state.queued.pop(0))
+            from harness_cli.dispatch import load_payload
+
+            tracked = _create(gl, project, settings.ref, load_payload(queued), queued)
+            state.pipelines.append(tracked)
+            said.append(f"pipeline {tracked.pipeline} started for queued {queued.name}")
+    return said
+
+
+def _active(state: PipelinesState) -> int:
+    return sum(t.status in ACTIVE for t in state.pipelines)
+
+
+def release_pipeline(pipeline: int) -> int:
+    """Give back every reservation held by the sessions of ``pipeline`` (its job is gone)."""
+    from harness_cli.config import load_config
+    from harness_cli.sessions import lifecycle
+    from harness_cli.sessions.reservations import Held, look, renew
+    from harness_cli.state.locks import hold
+
+    attempts = load_config().harness.sessions.cas_attempts
+    freed = 0
+    with hold("sessions-board", timeout=60, what="the reservation board"):
+        board = lifecycle.open_board()
+        snap = look(board, clock.now(), lifecycle.machine_id())
+        for h in snap.live:
+            if h.pipeline == str(pipeline):
+                renew(
+                    board,
+                    Held(h),
+                    now=clock.now(),
+                    machine=lifecycle.machine_id(),
+                    attempts=attempts,
+                    release=True,
+                )
+                freed += 1
+    event(log, "pipeline_sessions_released", pipeline=pipeline, sessions=freed)
+    return freed

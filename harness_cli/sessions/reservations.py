@@ -1,0 +1,194 @@
+"""Taking, renewing and giving back reservations.
+
+Acquire: read the scopes (one fetch), decide with the preflight gate, write every touched scope
+in one compare-and-swap push; a lost race reads again and decides again. Renew / release: one
+push with the lease on the sha this runner wrote last; only when someone else moved the ref
+meanwhile (a shared scope, a cleanup) is it read again. So a dispatch costs fetch + push to
+open and one push to close. Stale holds (heartbeat expired by ``HARNESS_NOW``, or a dead
+process of this very machine) are removed in the same push by whoever looks next."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from harness_cli.errors import ServiceError
+from harness_cli.logs import event
+from harness_cli.sessions.board import Board, Entry
+from harness_cli.sessions.gate import Verdict, preflight_gate
+from harness_cli.sessions.model import Hold, ScopeDoc, scope_ref
+from harness_cli.sessions.policy import WorkflowPolicy
+
+log = logging.getLogger("harness.sessions")
+
+Changes = dict[str, tuple[str, ScopeDoc | None]]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_stale(hold: Hold, now: datetime, machine: str) -> bool:
+    """Expired, or held by a process of this machine that is gone (only this machine can tell
+    a dead process of its own; other machines wait for the heartbeat to expire)."""
+    if now >= hold.expires_at:
+        return True
+    return hold.machine == machine and hold.pid > 0 and not pid_alive(hold.pid)
+
+
+@dataclass
+class Snapshot:
+    entries: dict[str, Entry]
+    live: list[Hold] = field(default_factory=list)
+    stale: list[Hold] = field(default_factory=list)
+
+
+def look(board: Board, now: datetime, machine: str) -> Snapshot:
+    """Every hold on the remote, split into live and stale (one fetch). A session holding
+    several scopes appears once, with the elements of all of them."""
+    snap = Snapshot(board.snapshot())
+    merged: dict[str, Hold] = {}
+    for entry in snap.entries.values():
+        for hold in entry.doc.holds:
+            if hold.session in merged:
+                known = merged[hold.session]
+                extra = [e for e in hold.elements if e not in known.elements]
+                merged[hold.session] = known.model_copy(
+                    update={"elements": [*known.elements, *extra]}
+                )
+            else:
+                merged[hold.session] = hold
+    for hold in merged.values():
+        (snap.stale if is_stale(hold, now, machine) else snap.live).append(hold)
+    return snap
+
+
+def _cleanup(snap: Snapshot, drop: set[str]) -> Changes:
+    """Every scope with a stale hold (or a hold of ``drop``) rewritten without it."""
+    gone = {h.session for h in snap.stale} | drop
+    changes: Changes = {}
+    for ref, entry in snap.entries.items():
+        if any(h.session in gone for h in entry.doc.holds) or entry.doc.scope == "?":
+            holds = [h for h in entry.doc.holds if h.session not in gone]
+            changes[ref] = (
+                entry.sha,
+                ScopeDoc(scope=entry.doc.scope, holds=holds) if holds else None,
+            )
+    return changes
+
+
+@dataclass
+class Held:
+    """What one runner holds: the scopes it wrote, with the sha and document it wrote."""
+
+    hold: Hold
+    refs: dict[str, tuple[str, ScopeDoc]] = field(default_factory=dict)
+
+
+def acquire(
+    board: Board,
+    request: Hold,
+    policy: WorkflowPolicy,
+    *,
+    now: datetime,
+    machine: str,
+    attempts: int,
+    approved: bool = False,
+) -> tuple[Verdict, Held | None]:
+    """Decide and, on allow, hold ``request`` on every scope of its elements — atomically.
+    A warn or deny writes only the cleanup of stale holds (if any) and holds nothing."""
+    for attempt in range(attempts):
+        snap = look(board, now, machine)
+        verdict = preflight_gate(request, snap.live, policy, approved=approved)
+        changes = _cleanup(snap, {request.session})
+        mine: dict[str, ScopeDoc] = {}
+        if verdict.decision == "allow":
+            for scope in sorted({e.scope for e in request.elements}):
+                ref = scope_ref(scope)
+                entry = snap.entries.get(ref)
+                base = changes[ref][1] if ref in changes else entry.doc if entry else None
+                part = request.model_copy(
+                    update={"elements": [e for e in request.elements if e.scope == scope]}
+                )
+                mine[ref] = ScopeDoc(scope=scope, holds=[*(base.holds if base else []), part])
+                changes[ref] = (entry.sha if entry else "", mine[ref])
+        written = board.write(changes)
+        if written is not None:
+            event(
+                log,
+                "preflight_gate",
+                decision=verdict.decision,
+                session=request.name,
+                case_id=request.case_id,
+                reasons=verdict.reasons,
+                retries=attempt,
+                cleaned=sorted({h.name for h in snap.stale}),
+            )
+            if verdict.decision != "allow":
+                return verdict, None
+            return verdict, Held(request, {ref: (written[ref], doc) for ref, doc in mine.items()})
+    raise ServiceError(
+        f"the reservation refs kept changing under {request.name} ({attempts} attempts)",
+        hint="another runner is writing them right now; run again",
+    )
+
+
+def renew(
+    board: Board,
+    held: Held,
+    *,
+    now: datetime,
+    machine: str,
+    attempts: int,
+    update: dict[str, object] | None = None,
+    release: bool = False,
+) -> bool:
+    """Heartbeat (apply ``update`` to this session's holds) or release them. Tries the lease
+    on what it wrote last first (one push). False: this session held nothing any more (it was
+    cleaned up as stale — its heartbeat came too late)."""
+    session = held.hold.session
+    if update:
+        held.hold = held.hold.model_copy(update=update)
+    fast: Changes = {
+        ref: (sha, _rewrite(doc, held.hold, release)) for ref, (sha, doc) in held.refs.items()
+    }
+    written = board.write(fast) if fast else None
+    if written is not None:
+        held.refs = {ref: (written[ref], doc) for ref, (_, doc) in fast.items() if doc}
+        return True
+    for _ in range(attempts):
+        snap = look(board, now, machine)
+        changes = _cleanup(snap, set())
+        found = False
+        for ref, entry in snap.entries.items():
+            if not any(h.session == session for h in entry.doc.holds):
+                continue
+            found = True
+            base = changes[ref][1] if ref in changes else entry.doc
+            changes[ref] = (entry.sha, _rewrite(base, held.hold, release) if base else None)
+        written = board.write(changes)
+        if written is not None:
+            held.refs = {
+                ref: (written[ref], doc)
+                for ref, (_, doc) in changes.items()
+                if doc and any(h.session == session for h in doc.holds)
+            }
+            return found
+    raise ServiceError(f"the reservation refs kept changing; session {held.hold.name} not renewed")
+
+
+def _rewrite(doc: ScopeDoc, hold: Hold, release: bool) -> ScopeDoc | None:
+    holds = [h for h in doc.holds if h.session != hold.session]
+    if not release:
+        old = [h for h in doc.holds if h.session == hold.session]
+        elements = old[0].elements if old else hold.elements
+        holds.append(hold.model_copy(update={"elements": elements}))
+    return ScopeDoc(scope=doc.scope, holds=holds) if holds else None

@@ -1,0 +1,196 @@
+"""Runs the preflight gate warned about: they wait as ``waiting_for_approval`` holding nothing.
+
+Reference 004: "Pendant qu'une exécution attend, sa session est abandonnée… l'approbation en
+ouvre une nouvelle", "Approuver ne valide pas l'ancien verdict les yeux fermés. Le gate est
+évalué à nouveau", "Une exécution que personne n'approuve sous 24 heures est annulée."
+
+The waiting state is a session state, not a case status: the case's status machine stays what
+the workflows made it (nothing started), and ``harness session list`` shows the run. One file
+per run under ``$HARNESS_HOME/sessions/waiting/`` (the machine whose run waited); one DM.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness_cli import clock, paths
+from harness_cli.errors import EXIT_OK, HarnessError, InputError, PolicyRefused
+from harness_cli.logs import event
+from harness_cli.sessions.gate import Verdict
+from harness_cli.sessions.model import WaitingRun
+from harness_cli.state.store import atomic_write_text
+
+log = logging.getLogger("harness.sessions")
+APPROVED_ARG = "approved_run"
+
+
+class AwaitingApproval(HarnessError):
+    """Not a failure: the run did not start and waits for ``admin: approve <run>``."""
+
+    exit_code = EXIT_OK
+
+
+def folder() -> Path:
+    return paths.home() / "sessions" / "waiting"
+
+
+def _path(run: str) -> Path:
+    return folder() / f"{run}.json"
+
+
+def _save(run: WaitingRun) -> None:
+    atomic_write_text(_path(run.run), run.model_dump_json(indent=2) + "\n")
+
+
+def load(run: str) -> WaitingRun:
+    try:
+        return WaitingRun.model_validate_json(_path(run).read_bytes())
+    except FileNotFoundError:
+        raise InputError(
+            f"no waiting run {run!r}", hint="`harness session list` shows them"
+        ) from None
+    except (ValidationError, ValueError) as exc:
+        raise InputError(f"{_path(run)} is unreadable: {str(exc).splitlines()[0]}") from None
+
+
+def all_runs() -> list[WaitingRun]:
+    found = []
+    for path in sorted(folder().glob("*.json")) if folder().is_dir() else ():
+        try:
+            found.append(WaitingRun.model_validate_json(path.read_bytes()))
+        except (OSError, ValidationError, ValueError):
+            continue
+    return found
+
+
+def approved(payload: Any) -> bool:
+    """True when this payload is the re-dispatch of a run the operator approved."""
+    run = str((getattr(payload, "args", None) or {}).get(APPROVED_ARG) or "")
+    if not run:
+        return False
+    try:
+        return load(run).state == "approved"
+    except InputError:
+        return False
+
+
+def park(workflow: str, case_id: str, payload: Any, verdict: Verdict) -> AwaitingApproval:
+    """Record the run as waiting (once per payload key) and DM the operator once."""
+    key = str(getattr(payload, "key", "") or "")
+    for old in all_runs():
+        if key and old.payload.get("key") == key and old.state == "waiting_for_approval":
+            return _waiting(old)
+    data = (
+        payload.model_dump(mode="json")
+        if payload is not None
+        else {"workflow": workflow, "case_id": case_id, "case_dir": "", "trigger": {"kind": "cli"}}
+    )
+    run = WaitingRun(
+        run=f"w-{secrets.token_hex(4)}",
+        workflow=workflow,
+        case_id=case_id,
+        state="waiting_for_approval",
+        reasons=verdict.reasons,
+        payload=data,
+        created_at=clock.now(),
+    )
+    _save(run)
+    event(
+        log,
+        "waiting_for_approval",
+        run=run.run,
+        workflow=workflow,
+        case_id=case_id,
+        reasons=verdict.reasons,
+    )
+    _dm(run)
+    return _waiting(run)
+
+
+def _waiting(run: WaitingRun) -> AwaitingApproval:
+    return AwaitingApproval(
+        f"{run.workflow} on {run.case_id} is waiting_for_approval as run {run.run}: "
+        f"{'; '.join(run.reasons)}",
+        hint=f"nothing started and nothing is held; `admin: approve {run.run}` re-checks and "
+        "starts it",
+    )
+
+
+def _dm(run: WaitingRun) -> None:
+    from harness_cli.config import load_config
+    from harness_cli.ops import notify
+    from harness_cli.services import factory
+
+    text = (
+        f"{run.workflow} waits for your approval: {'; '.join(run.reasons)}. Reply "
+        f"`admin: approve {run.run}` to check again and start it; unapproved it is cancelled "
+        f"in {load_config().harness.sessions.approval_ttl_hours:g} h."
+    )
+    try:
+        cfg = load_config()
+        notify.dm(
+            factory.outbound(cfg, factory.lazy_slack()),
+            cfg,
+            "waiting_for_approval",
+            text,
+            case_id=run.case_id,
+        )
+    except HarnessError as exc:  # the run is recorded; `harness session list` still shows it
+        event(log, "waiting_dm_failed", logging.WARNING, run=run.run, error=exc.line())
+
+
+def expire_due() -> list[str]:
+    """Cancel every run unapproved past ``approval_ttl_hours`` (by HARNESS_NOW)."""
+    from harness_cli.config import load_config
+
+    ttl = timedelta(hours=load_config().harness.sessions.approval_ttl_hours)
+    now = clock.now()
+    cancelled = []
+    for run in all_runs():
+        if run.state == "waiting_for_approval" and now - run.created_at >= ttl:
+            run.state, run.decided_at = "cancelled", now
+            run.note = f"unapproved for {ttl.total_seconds() / 3600:g} h"
+            _save(run)
+            event(log, "waiting_cancelled", run=run.run, case_id=run.case_id)
+            cancelled.append(run.run)
+    return cancelled
+
+
+def approve(run_id: str, *, backend: Any = None) -> str:
+    """``admin: approve <run>``: re-evaluate the gate now; start it when no longer denied."""
+    from harness_cli import dispatch
+    from harness_cli.sessions import lifecycle
+
+    expire_due()
+    run = load(run_id)
+    if run.state != "waiting_for_approval":
+        return f"run {run.run} is {run.state}{f' ({run.note})' if run.note else ''}; nothing to do"
+    payload = dispatch.Payload.model_validate(run.payload)
+    verdict = lifecycle.preview(run.workflow, run.case_id, payload)
+    if verdict.decision == "deny":
+        run.state, run.decided_at, run.note = "denied", clock.now(), verdict.line
+        _save(run)
+        return f"run {run.run} re-checked and still refused: {verdict.line}"
+    run.state, run.decided_at = "approved", clock.now()
+    _save(run)
+    again = payload.model_copy(
+        update={
+            "args": {**payload.args, APPROVED_ARG: run.run},
+            "key": f"{payload.key or run.run}|approved",
+            "created_at": None,
+        }
+    )
+    dispatch.dispatch(again, backend=backend)
+    return (
+        f"run {run.run} approved: {run.workflow} on {run.case_id} started (the gate runs again "
+        "as it starts)"
+    )
+
+
+__all__ = ["AwaitingApproval", "PolicyRefused", "approve", "expire_due", "park"]
