@@ -32,6 +32,7 @@ from harness_cli.errors import ConfigError
 from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.investigation.thresholds import InvestigationThresholds
 from harness_cli.memory.thresholds import MemoryThresholds
+from harness_cli.obligations.thresholds import ObligationThresholds
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -143,6 +144,8 @@ class HarnessConfig(_Human):
     """The box the agents' commands run in (bubblewrap); fail closed unless opted out."""
     inputs: InputBounds = Field(default_factory=InputBounds)
     """How much third-party text (ticket, replies, CI logs, tool results) a prompt takes."""
+    obligations: ObligationThresholds = Field(default_factory=ObligationThresholds)
+    """The outbox (owed posts and notes) and the resumption of killed workflow runs."""
 
     @property
     def allowlist(self) -> list[str]:

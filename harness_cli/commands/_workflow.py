@@ -1,13 +1,15 @@
-"""What every workflow subcommand shares: the case from ``CASE`` or ``--payload FILE``, and the
-per-(workflow, case) lock that makes a second concurrent start exit 3."""
+"""What every workflow subcommand shares: the case from ``CASE`` or ``--payload FILE``, the
+per-(workflow, case) lock that makes a second concurrent start exit 3, and the run journal that
+makes a run killed at any point resumable by the next one (:mod:`harness_cli.obligations`)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness_cli.dispatch import Payload, load_payload
 from harness_cli.errors import InputError, PolicyRefused
@@ -20,6 +22,10 @@ class Invocation:
     workflow: str
     case_id: str
     payload: Payload | None
+    payload_file: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    """What the run was asked to do beyond its case (dev-agent's mode …): with the payload, the
+    identity a resumed run is recognised by."""
 
 
 def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> Invocation:
@@ -36,11 +42,14 @@ def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> In
         )
     if payload is not None and case_arg and case_arg != payload.case_id:
         raise InputError(f"CASE {case_arg} does not match the payload's case {payload.case_id}")
-    return Invocation(workflow, validate_case_id(case_id), payload)
+    return Invocation(
+        workflow, validate_case_id(case_id), payload, str(Path(payload_file).absolute())
+        if payload_file else "",
+    )  # fmt: skip
 
 
 @contextmanager
-def running(inv: Invocation) -> Iterator[Invocation]:
+def running(inv: Invocation, *, commit: bool = True) -> Iterator[Invocation]:
     """The per-(workflow, case) lock (exit 3), and the pause gate once more at start: a payload
     dispatched by someone else's activity just before a pause must not run during it."""
     if inv.payload is not None:
@@ -63,5 +72,26 @@ def running(inv: Invocation) -> Iterator[Invocation]:
                 hint="held back: it runs by itself once the pause ends (`harness status` "
                 "lists it until then)",
             )
-    with workflow_lock(inv.workflow, inv.case_id):
+    with workflow_lock(inv.workflow, inv.case_id), _journaled(inv, commit=commit):
         yield inv
+
+
+@contextmanager
+def _journaled(inv: Invocation, *, commit: bool) -> Iterator[None]:
+    """Record the run (or resume the one a kill left), repair what a dead run left on the case,
+    and commit what this run wrote — whatever way it ends. ``commit=False``: a dry run."""
+    from harness_cli.config import load_config
+    from harness_cli.obligations import journal, repair
+
+    cfg = load_config()
+    args = {**(inv.payload.args if inv.payload else {}), **inv.args}
+    with journal.running(
+        inv.workflow, inv.case_id, payload=inv.payload, payload_file=inv.payload_file, args=args
+    ):
+        if commit:
+            repair.before_run(cfg, inv.case_id, workflow=inv.workflow)
+        try:
+            yield
+        finally:
+            if commit:
+                repair.after_run(cfg, inv.case_id, workflow=inv.workflow)

@@ -34,6 +34,7 @@ def dev_agent(
         raise InputError("dev-agent needs --mode task|address_review|fix_ci")
     if auto:
         args["auto"] = True
+    inv.args = {**args, "mode": chosen}
     with _workflow.running(inv), _progress.live(f"dev-agent {inv.case_id} ({chosen})"):
         outcome = run_dev_agent(inv.case_id, chosen, args, post=not no_post)
     result = Result("dev-agent", data=outcome)

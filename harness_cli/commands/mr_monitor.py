@@ -49,8 +49,12 @@ def mr_monitor(
         report = run_cycle(ctx)
         # worktrees whose MR never reported back (the case was abandoned) go too
         pruned = prune_stale(ctx.cfg.harness.delivery.stale_worktree_days)
+        from harness_cli.obligations.cycle import tend
+
+        tended = tend(ctx.cfg, ctx.out, backend=ctx.backend, gitlab=ctx.gitlab)
     result = cycle_result(report)
     result.changed += [f"pruned stale worktree {p}" for p in pruned]
+    result.messages += tended
     emit(result)
 
 

@@ -33,7 +33,12 @@ def poll_slack(
 
             ctx.tally.recovered += [f"unparked {k}" for k in dedup.unpark()]
         poll_cycle(ctx)
-    emit(tally_result("poll-slack", ctx.tally))
+        from harness_cli.obligations.cycle import tend
+
+        tended = tend(ctx.cfg, ctx.out, backend=ctx.backend)
+    result = tally_result("poll-slack", ctx.tally)
+    result.messages += tended
+    emit(result)
 
 
 def tally_result(action: str, tally: object) -> Result:

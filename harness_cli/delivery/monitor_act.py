@@ -109,14 +109,23 @@ def case_thread(case_id: str) -> ThreadEntry | None:
     return None
 
 
-def dm(ctx: MonitorCtx, case_id: str | None, text: str) -> None:
+def dm(ctx: MonitorCtx, case_id: str | None, text: str, *, event_key: str = "") -> None:
     """One message to the operator: in the case thread when there is one, else top-level in
-    the self-DM (the only place the harness speaks)."""
+    the self-DM (the only place the harness speaks). ``event_key`` names the event it is about
+    (an MR's end, an escalation): the DM is owed once per event, so a cycle killed after it and
+    redone posts nothing twice, and one Slack refused is delivered by a later run."""
+    from harness_cli.obligations.slack_door import Owed
+
+    key = f"mr-monitor:{event_key}" if event_key else None
     thread = case_thread(case_id) if case_id else None
-    if thread is not None:
-        ctx.out.post(thread.channel, text, thread_ts=thread.thread_ts)
-    else:
-        ctx.out.post(ctx.cfg.harness.operator.self_dm_channel, text)
+    try:
+        if thread is not None:
+            ctx.out.post(thread.channel, text, thread_ts=thread.thread_ts, key=key)
+        else:
+            ctx.out.post(ctx.cfg.harness.operator.self_dm_channel, text, key=key)
+    except Owed as exc:
+        event(log, "mr_monitor_dm_owed", logging.WARNING, case_id=case_id or "",
+              error=exc.line())  # fmt: skip
 
 
 def dev_agent_busy(case_id: str) -> bool:
@@ -177,7 +186,7 @@ def finish(ctx: MonitorCtx, key: str, entry: MonitoredMr, mr: MergeRequest) -> N
     parts = [f"{key} {verb}.", case_line]
     if removed:
         parts.append(f"Worktree removed ({len(removed)} folder(s)).")
-    dm(ctx, entry.case_id, " ".join(p for p in parts if p))
+    dm(ctx, entry.case_id, " ".join(p for p in parts if p), event_key=f"{key}:{mr.state}")
     with files.monitored_mrs().update() as state:
         state.mrs.pop(key, None)
     event(log, "mr_finished", case_id=entry.case_id, mr=key, state=mr.state)

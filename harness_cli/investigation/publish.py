@@ -40,6 +40,9 @@ class Published:
     exit_line: str
     status: str
     posted_ts: str | None
+    owed: str = ""
+    """Slack refused the post for now: it is recorded in the outbox and a later run posts it
+    (the investigation's result is not lost with a 429 storm)."""
 
 
 def publish(
@@ -83,7 +86,13 @@ def publish(
             for p in points(result.history)
         ]
         case.move(status, by="investigate", note=decision.reason)
-    posted = _post(cfg, case_id, line, result, out) if out is not None else None
+    from harness_cli.obligations.slack_door import Owed
+
+    try:
+        posted = _post(cfg, case_id, line, result, out) if out is not None else None
+    except Owed as exc:
+        event(log, "investigation_post_owed", logging.WARNING, case_id=case_id, error=exc.line())
+        return Published(line, status, None, owed=exc.message)
     return Published(line, status, posted)
 
 
@@ -152,7 +161,10 @@ def _post(cfg: Config, case_id: str, line: str, result: LoopResult, out: Outboun
     thread = registry.case_thread(case_id)  # either map: an `admin: task` case's is a task one
     dm = cfg.harness.operator.self_dm_channel
     return out.post(
-        dm, dm_text(case_id, line, result), thread_ts=thread.thread_ts if thread else None
+        dm,
+        dm_text(case_id, line, result),
+        thread_ts=thread.thread_ts if thread else None,
+        purpose="investigation_result",
     )
 
 

@@ -76,6 +76,7 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         "status": done.status,
         "iterations": result.iterations,
         "posted_ts": done.posted_ts,
+        "owed": done.owed,
         "confidence": result.confidence,
         "reason": decision.reason,
         "exit_code": decision.exit_code,

@@ -30,13 +30,21 @@ def case_thread(case_id: str) -> ThreadEntry | None:
 
 
 def dm(out: Outbound, cfg: Config, kind: str, text: str, *, case_id: str | None = None) -> str:
-    """Post one notification; returns its ts."""
+    """Post one notification; returns its ts ("" when Slack refused it for now: it is owed,
+    and a later run delivers it)."""
+    from harness_cli.obligations.slack_door import Owed
+
     channel = cfg.harness.operator.self_dm_channel
     thread = case_thread(case_id) if case_id else None
-    if thread is not None and thread.channel == channel:
-        ts = out.post(channel, text, thread_ts=thread.thread_ts)
-    else:
-        ts = out.post(channel, text)
+    try:
+        if thread is not None and thread.channel == channel:
+            ts = out.post(channel, text, thread_ts=thread.thread_ts, purpose=kind)
+        else:
+            ts = out.post(channel, text, purpose=kind)
+    except Owed as exc:  # recorded: the next run delivers it (#20 point 1)
+        event(log, "notification_owed", logging.WARNING, kind=kind, case_id=case_id or "",
+              error=exc.line())  # fmt: skip
+        return ""
     event(
         log,
         "notified",
