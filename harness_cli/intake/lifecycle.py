@@ -104,7 +104,7 @@ class Lifecycle:
                 if entry.stage != "handled":
                     self.ctx.redelivery = entry.leases > 1 or entry.attempts > 0
                     # Whatever it posts is owed by the message: a redelivery finds its posts.
-                    with scope.opened(f"intake:{key}"):
+                    with scope.opened(f"intake:{key}", retried_by="intake"):
                         self._handle(key, entry)
                 crash_point("intake.handled")
                 self.finished.append(key)

@@ -66,8 +66,11 @@ def flush(
     for ob in ledger.owed(case_id):
         if time.monotonic() - started > budget_s:
             break
+        if ob.retried_by:
+            continue  # its own lifecycle retries it (an intake message)
         if not ob.owed:
-            _drop_leftover(ob, report)
+            if out is not None:
+                _settle_leftover(out, ob, report)
             continue
         is_slack = ob.service == "slack"
         if (is_slack and (out is None or slack_limited)) or (
@@ -101,12 +104,21 @@ def flush(
     return report
 
 
-def _drop_leftover(ob: Obligation, report: FlushReport) -> None:
+def _settle_leftover(out: Outbound, ob: Obligation, report: FlushReport) -> None:
+    """A best-effort post (a status placeholder) a dead run was making: never posted late, but
+    when it did land it is recorded as done, so the run resumed in its scope edits it to its
+    end instead of leaving it spinning."""
+    from harness_cli.obligations import slack_door
+
     try:
         with ledger.attempt_lock(ob):
+            if ob.inflight and slack_door.settle(out, ob):
+                return
             ledger.drop(ob)
     except LockHeld:
         return  # its run is alive and posting it
+    except HarnessError:
+        return  # Slack cannot say now; the next flush asks again
     report.dropped.append(ob.key)
 
 

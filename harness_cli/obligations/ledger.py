@@ -58,6 +58,8 @@ class Obligation(BaseModel):
     """The text as it leaves (already through the one redaction point)."""
     owed: bool = True
     """False: best effort (a status placeholder) — never delivered late by a later run."""
+    retried_by: str = ""
+    """"": the outbox's flush retries it; ``intake``: the message's lifecycle does."""
     state: State = "owed"
     created_at: datetime
     created_epoch: float = 0.0

@@ -25,6 +25,10 @@ class Scope:
     name: str
     """E.g. ``investigate:AAA-1:<run>``, ``intake:C0SUPPORT/1700000000.000100``."""
     case_id: str = ""
+    retried_by: str = ""
+    """Who retries a write of this scope that failed: "" the outbox's flush; ``intake`` the
+    per-message lifecycle (which retries the whole message, parks it and tells the operator):
+    one mechanism per obligation, never two racing."""
     counts: dict[str, int] = field(default_factory=dict)
 
     def key(self, purpose: str, target: str) -> str:
@@ -43,9 +47,9 @@ def current() -> Scope | None:
 
 
 @contextmanager
-def opened(name: str, case_id: str = "") -> Iterator[Scope]:
+def opened(name: str, case_id: str = "", *, retried_by: str = "") -> Iterator[Scope]:
     """Every write inside owes to ``name`` (nested scopes: the innermost wins)."""
-    scope = Scope(name, case_id)
+    scope = Scope(name, case_id, retried_by=retried_by)
     token = _current.set(scope)
     try:
         yield scope

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness_cli import clock
 from harness_cli.errors import HarnessError, LockHeld, ServiceError
+from harness_cli.faults import crash_point
 from harness_cli.logs import event
 from harness_cli.obligations import ledger, scope
 from harness_cli.obligations.ledger import Obligation
@@ -55,10 +56,12 @@ def post(
     (owed posts) or the Slack error (best-effort ones, which are then forgotten)."""
     full, case_id = scope.key_for(purpose, f"{channel}/{thread_ts or '-'}", key)
     target = {"channel": channel, "thread_ts": thread_ts or ""}
+    current = scope.current()
     ob, _ = ledger.create(
         ledger.new(
             full,
             case_id=case_id,
+            retried_by=current.retried_by if current else "",
             action="post",
             purpose=purpose,
             target=target,
@@ -145,6 +148,7 @@ def _attempt_locked(
             return _done(out, ob, found)
     ob.inflight, ob.attempts, ob.last_attempt_at = True, ob.attempts + 1, clock.now()
     ledger.save(ob)  # from here the write may land whatever happens to this process
+    crash_point("outbox.attempting")
     while True:
         try:
             result = _call(out, ob, meta)
@@ -158,7 +162,16 @@ def _attempt_locked(
         except ServiceError as exc:
             uncertain = exc.status is None or exc.status >= 500
             raise _failed(out, ob, exc, uncertain=uncertain) from None
+        crash_point("outbox.landed")
         return _done(out, ob, result)
+
+
+def settle(out: Outbound, ob: Obligation) -> bool:
+    """Whether the post of ``ob`` landed (then it is recorded done); never posts."""
+    found = _look_up(out, ob) if ob.action == "post" else ""
+    if found:
+        _done(out, ob, found)
+    return bool(found)
 
 
 def _call(out: Outbound, ob: Obligation, meta: dict[str, Any]) -> str:
