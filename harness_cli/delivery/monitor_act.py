@@ -20,11 +20,12 @@ from harness_cli.config import Config
 from harness_cli.delivery.monitor_thresholds import MonitorThresholds
 from harness_cli.errors import HarnessError, InputError, LockHeld, ServiceError, StateConflict
 from harness_cli.logs import event
+from harness_cli.ops import notify
 from harness_cli.ops.outbound import Outbound
 from harness_cli.services.gitlab import GitLab, MergeRequest
 from harness_cli.state import files
 from harness_cli.state.locks import hold
-from harness_cli.state.models import MonitoredMr, ThreadEntry
+from harness_cli.state.models import MonitoredMr
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import TRANSITIONS
@@ -100,32 +101,13 @@ def case_dir_of(entry: MonitoredMr) -> str:
     return entry.case_dir or str(registry.case_dir(entry.case_id).resolve())
 
 
-def case_thread(case_id: str) -> ThreadEntry | None:
-    """The case's own thread in the operator's self-DM, if it has one."""
-    for handle in (files.oncall_thread_map(), files.task_thread_map()):
-        for entry in handle.read().for_case(case_id):
-            if entry.role == "case_thread" and not entry.evicted:
-                return entry
-    return None
-
-
 def dm(ctx: MonitorCtx, case_id: str | None, text: str, *, event_key: str = "") -> None:
     """One message to the operator: in the case thread when there is one, else top-level in
     the self-DM (the only place the harness speaks). ``event_key`` names the event it is about
     (an MR's end, an escalation): the DM is owed once per event, so a cycle killed after it and
     redone posts nothing twice, and one Slack refused is delivered by a later run."""
-    from harness_cli.obligations.slack_door import Owed
-
     key = f"mr-monitor:{event_key}" if event_key else None
-    thread = case_thread(case_id) if case_id else None
-    try:
-        if thread is not None:
-            ctx.out.post(thread.channel, text, thread_ts=thread.thread_ts, key=key)
-        else:
-            ctx.out.post(ctx.cfg.harness.operator.self_dm_channel, text, key=key)
-    except Owed as exc:
-        event(log, "mr_monitor_dm_owed", logging.WARNING, case_id=case_id or "",
-              error=exc.line())  # fmt: skip
+    notify.dm(ctx.out, ctx.cfg, "mr_monitor", text, case_id=case_id, key=key)
 
 
 def dev_agent_busy(case_id: str) -> bool:
@@ -143,7 +125,7 @@ def start_dev_agent(
 ) -> bool:
     """Dispatch the dev-agent; False when the backend refused to start it (systemd already
     runs that unit), so the caller keeps the work for the next cycle."""
-    thread = case_thread(entry.case_id)
+    thread = registry.case_thread(entry.case_id)
     payload = dispatch.Payload(
         workflow="dev-agent",
         case_id=entry.case_id,
@@ -212,7 +194,7 @@ def consolidate_hook(ctx: MonitorCtx, entry: MonitoredMr, mr: MergeRequest) -> N
     case's last MR ended, so TASK.md is consolidated now (the workflow decides whether there
     is anything to fold in; a failure to start it is logged, never a reason to keep the MR)."""
     kind = "mr_merged" if mr.state == "merged" else "mr_closed"
-    thread = case_thread(entry.case_id)
+    thread = registry.case_thread(entry.case_id)
     payload = dispatch.Payload(
         workflow="consolidate",
         case_id=entry.case_id,

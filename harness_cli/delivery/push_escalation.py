@@ -19,7 +19,6 @@ from harness_cli.errors import ServiceError
 from harness_cli.logs import event
 from harness_cli.ops import notify
 from harness_cli.ops.outbound import Outbound
-from harness_cli.state import files
 
 log = logging.getLogger("harness.delivery.escalation")
 
@@ -30,11 +29,10 @@ ITEM_CHARS = 200
 
 def case_thread(case_id: str, channel: str) -> str | None:
     """The case's own thread in the operator's self-DM, when it has one."""
-    for thread_map in (files.task_thread_map(), files.oncall_thread_map()):
-        for entry in thread_map.read().for_case(case_id):
-            if entry.role == "case_thread" and entry.channel == channel:
-                return entry.thread_ts
-    return None
+    from harness_cli.workspace.registry import case_thread as lookup
+
+    entry = lookup(case_id)
+    return entry.thread_ts if entry is not None and entry.channel == channel else None
 
 
 def final_status(wt: Worktree) -> str:

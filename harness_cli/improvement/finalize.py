@@ -142,7 +142,8 @@ def finalize_case(
 ) -> FinalizeOutcome:
     """Finalize one case. The caller holds the ``finalize`` workflow lock of the case.
     ``tell_skip``: an "already finalized" is DMed too (the run came from ``admin: finalize``,
-    whose author waits for an answer in Slack)."""
+    whose author waits for an answer in Slack). A "nothing to propose" from the cron sweep
+    (``due``) pings nobody (#16: it is in finalize.json and the logs)."""
     case = registry.load_case(case_id)
     folder = registry.case_dir(case_id)
     reports = gap_reports.read_case_reports(folder, case_id)
@@ -248,15 +249,7 @@ def _mark_reports(kept: list[gap_reports.GapReport], dropped: list[gap_reports.D
 def _tell(
     cfg: Config, services: Services, case_id: str, text: str, outcome: FinalizeOutcome
 ) -> None:
-    thread = next(
-        (
-            t
-            for handle in (files.oncall_thread_map(), files.task_thread_map())
-            for t in handle.read().for_case(case_id)
-            if t.role == "case_thread" and not t.evicted
-        ),
-        None,
-    )
+    thread = registry.case_thread(case_id)
     from harness_cli.obligations.slack_door import Owed
 
     try:

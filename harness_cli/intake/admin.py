@@ -10,7 +10,7 @@ import logging
 import re
 from urllib.parse import parse_qs, urlsplit
 
-from harness_cli import dispatch
+from harness_cli import clock, dispatch
 from harness_cli.errors import HarnessError, InputError
 from harness_cli.intake import pause
 from harness_cli.intake.admin_parser import USAGE, AdminCommand, AdminUsage, parse_admin
@@ -83,7 +83,7 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         return USAGE
     if verb == "oncall-pause":
         state = pause.pause(cmd.duration, by=ctx.operator)
-        until = state.paused_until.isoformat() if state.paused_until else "`oncall resume`"
+        until = clock.human(state.paused_until) if state.paused_until else "`oncall resume`"
         return f"paused: automatic dispatch is muted until {until}; your commands still work"
     if verb == "oncall-resume":
         from harness_cli.intake import held as held_work
@@ -151,8 +151,8 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
 def status_text(ctx: Intake) -> str:
     view = pause.view()
     if view.paused:
-        until = view.until.isoformat() if view.until else "resume"
-        head = f"paused since {view.since.isoformat() if view.since else '?'} until {until}"
+        until = clock.human(view.until) if view.until else "resume"
+        head = f"paused since {clock.human(view.since) if view.since else '?'} until {until}"
         head += f" by {view.by}; held back: {view.held_back_total}"
     else:
         head = "not paused"

@@ -270,7 +270,7 @@ def _seed_config(root: Path, runtime: str) -> tuple[Path, str]:
                 f"{found}: this demo's agent commands run UNSANDBOXED (sandbox.required: false "
                 "in its harness.yaml); install bubblewrap and socat for the real thing"
             )
-            _opt_out_of_sandbox(target / "harness.yaml")
+        _adapt_to_machine(target / "harness.yaml", unboxed=bool(unboxed))
     sops = root / "sops"  # harness.yaml's sops_dir is ../sops
     if not sops.exists():
         for project in (p for p in resources.example_sops().iterdir() if p.is_dir()):
@@ -278,11 +278,26 @@ def _seed_config(root: Path, runtime: str) -> tuple[Path, str]:
     return target, unboxed
 
 
-def _opt_out_of_sandbox(config: Path) -> None:
+DEMO_AUTHOR = "Demo Operator <operator@sandbox.example>"
+"""The demo's commit author on a machine with no git identity (a real install refuses to
+commit without one; the demo's sandbox team has this member)."""
+
+
+def _adapt_to_machine(config: Path, *, unboxed: bool) -> None:
+    """What this machine lacks, the demo's own harness.yaml says: no sandbox → opted out
+    (loudly, by the caller); no git identity → the sandbox team's author."""
+    from harness_cli.delivery.identity import machine_identity
+
+    needs_author = machine_identity() is None
+    if not unboxed and not needs_author:
+        return
     import yaml
 
     data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
-    data.setdefault("sandbox", {})["required"] = False
+    if unboxed:
+        data.setdefault("sandbox", {})["required"] = False
+    if needs_author:
+        data.setdefault("delivery", {})["commit_author"] = DEMO_AUTHOR
     config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 

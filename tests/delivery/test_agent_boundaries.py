@@ -169,4 +169,6 @@ def test_secrets_left_in_the_worktree_never_leave_with_a_push(
     # the .env was never committed: the task may not add secret-named files by itself
     wt = next((tmp_path / "worktrees").glob("case-AAA-101-*"))
     assert ".env" not in Git(wt).run("ls-files") and (wt / ".env").exists()
-    assert any(".env" in p and "Not committed" in p for p in posts)
+    # the run's one outcome message (a post, or the edit of the case thread's status message)
+    said = posts + [r.body.decode("utf-8", "replace") for r in box.slack.recorded("chat.update")]
+    assert any(".env" in p and "Not committed" in p for p in said), said
