@@ -18,7 +18,7 @@ from typing import Any
 
 from harness_cli import clock, paths
 from harness_cli.config import Thresholds
-from harness_cli.errors import InputError, StateError
+from harness_cli.errors import InputError, StateConflict, StateError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
 from harness_cli.state import files
@@ -110,6 +110,14 @@ def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None
         pushed=result.pushed,
         attempts=result.attempts,
     )
+    if result.refused:
+        # The merged state is committed (and pushed): the run that made the refused move
+        # stops here instead of acting on a state the case no longer has.
+        event(log, "case_transition_refused", logging.WARNING, refused=result.refused)
+        raise StateConflict(
+            "; ".join(result.refused),
+            hint="the other machine's state stands; `harness case show` for the case's history",
+        )
     return result.committed
 
 
