@@ -188,8 +188,9 @@ class ClaudeCodeRuntime:
 
     def _run(self, binary: Path, req: RunRequest, folder: Path, settings: Path) -> RunResult:
         stream = _Stream(req, self.model)
-        env = {**self.environment(), "HOME": str(folder / "home"), "TMPDIR": "/tmp"}
         watchdog = lifetime.Watchdog()  # the CLI and its tools die with this process (#20 p3)
+        env = {**self.environment(), "HOME": str(folder / "home"), "TMPDIR": "/tmp"}
+        env.update(watchdog.env())
         try:
             proc = subprocess.Popen(
                 lifetime.die_with_parent(self.command(binary, req, settings=settings)),

@@ -10,7 +10,8 @@ nobody to put back what it changed. Two mechanisms, because either alone has a g
 - **a watchdog**: a tiny shell in its own session holds the read end of a pipe whose only write
   end is the harness's; when the harness dies (or ends the run) the pipe closes and the
   watchdog kills the CLI's whole process group — the tools the CLI started included, which the
-  parent-death signal of the CLI alone would leave running.
+  parent-death signal of the CLI alone would leave running — and then every process whose
+  environment carries the run's token (the CLI's sandbox proxy runs in a session of its own).
 """
 
 from __future__ import annotations
@@ -20,10 +21,28 @@ import os
 import shutil
 import signal
 import subprocess
+import uuid
 from pathlib import Path
 
-WATCHDOG = 'read pg || exit 0; cat >/dev/null; kill -KILL -- "-$pg" 2>/dev/null; exit 0'
-"""Read the process group, wait for EOF (the harness closed the pipe or died), kill the group."""
+TOKEN_ENV = "HARNESS_AGENT_RUN"
+"""Set in the agent's environment to a token unique to the run: what the watchdog recognises
+the run's processes by, including those that left its process group (the claude CLI starts its
+sandbox's network proxy in a session of its own)."""
+
+WATCHDOG = r"""
+read pg tok || exit 0
+cat >/dev/null
+kill -KILL -- "-$pg" 2>/dev/null
+for round in 1 2; do
+  for f in $(grep -lszxF "$TOKEN_ENV=$tok" /proc/[0-9]*/environ); do
+    p=${f#/proc/}; kill -KILL "${p%/environ}" 2>/dev/null
+  done
+done
+exit 0
+""".replace("$TOKEN_ENV", TOKEN_ENV)
+"""Read the process group and the run's token, wait for EOF (the harness closed the pipe or
+died), kill the group, then every process carrying the token (twice: one may have been
+starting while the first sweep ran)."""
 
 
 def die_with_parent(argv: list[str]) -> list[str]:
@@ -38,6 +57,7 @@ class Watchdog:
     """Kills a process group when this process dies or :meth:`close` is called."""
 
     def __init__(self) -> None:
+        self.token = uuid.uuid4().hex
         read_end, self._write = os.pipe()
         try:
             self.proc = subprocess.Popen(
@@ -51,10 +71,15 @@ class Watchdog:
         finally:
             os.close(read_end)
 
+    def env(self) -> dict[str, str]:
+        """What the agent's environment must carry for the watchdog to find all of it."""
+        return {TOKEN_ENV: self.token}
+
     def guard(self, pgid: int) -> None:
-        """From now on the group ``pgid`` dies with this process."""
+        """From now on the group ``pgid`` (and every process carrying :meth:`env`) dies with
+        this process."""
         with contextlib.suppress(OSError):
-            os.write(self._write, f"{pgid}\n".encode())
+            os.write(self._write, f"{pgid} {self.token}\n".encode())
 
     def close(self) -> None:
         """The run is over: the group is killed (if anything of it is left) and the watchdog
