@@ -134,7 +134,10 @@ def _attempt_locked(
     from harness_cli.ops.outbound import own_metadata
 
     meta = metadata or own_metadata(ob.purpose)
-    meta = {**meta, "event_payload": {**meta.get("event_payload", {}), "key": ob.digest}}
+    key = ob.digest
+    if ob.action == "update":  # an edit keeps the post's key: a resumed run still finds it
+        key = _POSTED.get(f"{ob.target['channel']}/{ob.target['ts']}", key)
+    meta = {**meta, "event_payload": {**meta.get("event_payload", {}), "key": key}}
     if ob.action == "post" and ob.inflight:
         try:
             found = _look_up(out, ob)
@@ -211,7 +214,13 @@ def _done(out: Outbound, ob: Obligation, result: str) -> str:
     ledger.save(ob)
     if ob.action == "post":
         out.mark_own(ob.target["channel"], result)
+        _POSTED[f"{ob.target['channel']}/{result}"] = ob.digest
     return result
+
+
+_POSTED: dict[str, str] = {}
+"""``channel/ts`` → the key of the post that made it (posted or found by this process): the
+key its edits carry in their metadata, since an edit replaces the message's metadata."""
 
 
 def _failed(
