@@ -21,6 +21,7 @@ import pytest
 from harness_cli.faults import ENV
 from harness_cli.services.git import Git
 from tests.investigation.conftest import CASE, TICKET, Investigation
+from tests.obligations.campaign import FULL, assert_clean, record
 
 
 def _investigate(env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -47,27 +48,31 @@ def _opened(inv: Investigation, slack_emu: Any) -> str:
     return str(thread["ts"])
 
 
-def _assert_finished_once(inv: Investigation, slack_emu: Any, thread_ts: str) -> None:
-    assert len(_drafts(slack_emu, thread_ts)) == 1, [
-        m["text"][:60] for m in slack_emu.messages("D0SELF")
-    ]
-    assert inv.case_json()["status"] == "awaiting_approval"
-    dirty = Git(inv.root / "workspace").status_porcelain()
-    assert [line for line in dirty if f"case-workspaces/{CASE}/" in line] == [], dirty
+def _figures(inv: Investigation, slack_emu: Any, thread_ts: str) -> dict[str, Any]:
+    drafts = _drafts(slack_emu, thread_ts)
+    dirty = Git(inv.root / "workspace").status_porcelain().splitlines()
     spinning = [
         m for m in slack_emu.messages("D0SELF")
         if m.get("thread_ts") == thread_ts and "investigate" in m["text"] and "…" in m["text"]
     ]  # fmt: skip
-    assert spinning == [], [m["text"] for m in spinning]
+    return {
+        "duplicates": max(0, len(drafts) - 1),
+        "lost": int(not drafts),
+        "stuck": int(inv.case_json()["status"] != "awaiting_approval") + len(spinning),
+        "uncommitted": len([ln for ln in dirty if f"case-workspaces/{CASE}/" in ln]),
+        "detail": [m["text"][:60] for m in slack_emu.messages("D0SELF")] + dirty,
+    }
 
 
-STEPS = [
-    "run.investigate.started",
-    "workspace.committed:1",
-    "run.investigate.published",
-    "outbox.attempting:2",
-    "outbox.landed:2",
-]
+def _assert_finished_once(inv: Investigation, slack_emu: Any, thread_ts: str) -> None:
+    assert_clean(_figures(inv, slack_emu, thread_ts))
+
+
+STEPS = (
+    ["run.investigate.started", "workspace.committed:1", "run.investigate.published",
+     "outbox.attempting:2", "outbox.landed:2"]
+    if FULL else ["run.investigate.published", "outbox.landed:2"]
+)  # fmt: skip
 """The durable steps of one investigate run with its post, by crash point and hit."""
 
 
@@ -78,19 +83,21 @@ def test_investigate_killed_at_each_write_step_is_finished_exactly_once_by_the_n
     thread_ts = _opened(inv, slack_emu)
     proc = _investigate({ENV: point})
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == -signal.SIGKILL, (point, proc.returncode, err.decode()[-800:])
+    killed = proc.returncode == -signal.SIGKILL
+    assert killed, (point, proc.returncode, err.decode()[-800:])
 
     inv.script("inv_honest")  # the model's script starts over with the next run
     proc = _investigate()  # one clean run
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()[-1500:]
     assert json.loads(out)["data"]["status"] == "awaiting_approval"
-    _assert_finished_once(inv, slack_emu, thread_ts)
     assert inv.cli("poll-slack")[0] == 0  # and a later cycle redoes nothing
-    _assert_finished_once(inv, slack_emu, thread_ts)
+    figures = _figures(inv, slack_emu, thread_ts)
+    record("investigate", point, {"killed": int(killed), **figures})
+    assert_clean(figures)
 
 
-@pytest.mark.parametrize("seed", [2020])
+@pytest.mark.parametrize("seed", [2020, 2021, 2022, 2023] if FULL else [2020])
 def test_investigate_killed_at_random_instants_is_finished_exactly_once(
     inv: Investigation, slack_emu: Any, seed: int
 ) -> None:
@@ -108,4 +115,6 @@ def test_investigate_killed_at_random_instants_is_finished_exactly_once(
     proc = _investigate()
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()[-1500:]
-    _assert_finished_once(inv, slack_emu, thread_ts)
+    figures = _figures(inv, slack_emu, thread_ts)
+    record("investigate", f"random:{seed}", {"killed": kills, **figures})
+    assert_clean(figures)
