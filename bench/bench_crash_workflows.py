@@ -1,10 +1,11 @@
-"""[obligations / #17 p8] crash campaign over the workflows: SIGKILL the real `harness
-investigate` and `harness dev-agent --mode task` at every write step (HARNESS_CRASH_AT: the run
-journal's checkpoints, the outbox's in-flight and landed points, the worktree, the commits, the
-workspace sync) and at random instants, then one clean run. Per workflow it prints the kills
-that landed and what the invariant forbids after the clean run — duplicates (a post or an MR
-made twice), lost (one never made), stuck (a case left in a run's in-between status, a status
-message left spinning), uncommitted (case files left out of the workspace's HEAD). Goal 0.
+"""[obligations / #17 p8] crash campaign over the workflows: SIGKILL the real
+`harness investigate`, `harness dev-agent --mode task` and `harness mr-monitor` at every write
+step (HARNESS_CRASH_AT: the run journal's checkpoints, the outbox's in-flight and landed
+points, the worktree, the commits, the workspace sync) and at random instants, then one clean
+run. Per workflow it prints the kills that landed and what the invariant forbids after the
+clean run: duplicates (a post or an MR made twice), lost (one never made), stuck (a case left
+in a run's in-between status, a status message left spinning), uncommitted (case files left
+out of the workspace's HEAD). Goal 0.
 
 It runs the campaign tests (tests/obligations/test_crash_*.py) with their full walk
 (HARNESS_BENCH_FULL=1): the same emulators, the real CLI, real git.
@@ -23,7 +24,11 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TESTS = ["tests/obligations/test_crash_investigate.py", "tests/obligations/test_crash_dev_agent.py"]
+TESTS = [
+    "tests/obligations/test_crash_investigate.py",
+    "tests/obligations/test_crash_dev_agent.py",
+    "tests/obligations/test_crash_mr_monitor.py",
+]
 FIGURES = ("killed", "duplicates", "lost", "stuck", "uncommitted")
 
 
