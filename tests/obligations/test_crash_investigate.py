@@ -118,3 +118,31 @@ def test_investigate_killed_at_random_instants_is_finished_exactly_once(
     figures = _figures(inv, slack_emu, thread_ts)
     record("investigate", f"random:{seed}", {"killed": kills, **figures})
     assert_clean(figures)
+
+
+def test_a_killed_run_nobody_restarts_is_resumed_by_the_next_poll_cycle(
+    inv: Investigation, slack_emu: Any
+) -> None:
+    """Its dispatcher died with it: poll-slack finds the run record still `running` with its
+    process gone, re-dispatches it as a resume, and that run finishes the work once."""
+    from tests.conftest import payloads
+
+    thread_ts = _opened(inv, slack_emu)
+    proc = _investigate({ENV: "run.investigate.started"})
+    proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL
+    [record] = (inv.root / "harness-home" / "runs").glob("investigate-*.json")
+    past = time.time() - 120  # dead for longer than run_resume_grace_seconds
+    os.utime(record, (past, past))
+    before = len(payloads(inv.root, "investigate"))
+    assert inv.cli("poll-slack")[0] == 0
+    resumed = payloads(inv.root, "investigate")[before:]
+    assert [p["trigger"]["kind"] for p in resumed] == ["resume"], resumed
+    inv.script("inv_honest")
+    [path] = sorted((inv.root / "harness-home" / "payloads").glob("*investigate*.json"))[-1:]
+    code, _, err = inv.cli("investigate", "--payload", str(path), "--json")
+    assert code == 0, err
+    assert json.loads(record.read_text())["state"] == "done"
+    assert inv.cli("poll-slack")[0] == 0  # nothing is re-dispatched again
+    assert len(payloads(inv.root, "investigate")) == before + 1
+    assert_clean(_figures(inv, slack_emu, thread_ts))
