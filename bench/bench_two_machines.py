@@ -79,7 +79,7 @@ def campaign(root: Path, transitions: int, cases: int, seed: int, machines: int)
         started = time.perf_counter()
         result = gitsync.sync(ws, f"{case_id}: {step['to']}", lock_dir=locks, max_push_attempts=5)
         costs.append(time.perf_counter() - started)
-        refused += len(result.refused)
+        refused += len(getattr(result, "refused", []))  # (absent before the merge rules)
     remote_cases: dict[str, dict[str, Any]] = {}
     for c in range(cases):
         rel = f"main:case-workspaces/CASE-{c}/case.json"
