@@ -34,6 +34,7 @@ from harness_cli.errors import ConfigError
 from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.investigation.thresholds import InvestigationThresholds
 from harness_cli.memory.thresholds import MemoryThresholds
+from harness_cli.obligations.thresholds import ObligationThresholds
 from harness_cli.sessions.policy import SessionsPolicy
 
 M = TypeVar("M", bound=BaseModel)
@@ -154,6 +155,8 @@ class HarnessConfig(_Human):
     cost: CostSettings = Field(default_factory=CostSettings)
     """The price table every model call is priced with, and the budgets (per case, per
     workflow run, per day) that end a run at its next safe point."""
+    obligations: ObligationThresholds = Field(default_factory=ObligationThresholds)
+    """The outbox (owed posts and notes) and the resumption of killed workflow runs."""
 
     @property
     def allowlist(self) -> list[str]:

@@ -37,8 +37,12 @@ POINTS: dict[str, str] = {
     "workspace.pushed": "the workspace pushed",
     "intake.done": "about to record a batch of messages as done",
     "session.opened": "a workflow's session opened (reservations on the remote), no work begun",
+    "outbox.attempting": "an owed write recorded as in flight, not yet sent",
+    "outbox.landed": "an owed write confirmed by the service, not yet recorded as done",
 }
-"""Every crash point, with the durable step it follows."""
+"""Every crash point, with the durable step it follows. Workflow runs add, per workflow,
+``run.<workflow>.started`` (the run recorded in its journal) and ``run.<workflow>.<checkpoint>``
+(a durable checkpoint passed: :mod:`harness_cli.obligations.journal`)."""
 
 _armed: dict[str, int] | None = None
 _hits: dict[str, int] = {}

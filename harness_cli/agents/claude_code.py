@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from harness_cli.agents import guard, policy, sandbox
+from harness_cli.agents import guard, lifetime, policy, sandbox
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -195,16 +195,30 @@ class ClaudeCodeRuntime:
 
     def _run(self, binary: Path, req: RunRequest, folder: Path, settings: Path) -> RunResult:
         stream = _Stream(req, self.model)
+        watchdog = lifetime.Watchdog()  # the CLI and its tools die with this process (#20 p3)
         env = {**self.environment(), "HOME": str(folder / "home"), "TMPDIR": "/tmp"}
-        proc = subprocess.Popen(
-            self.command(binary, req, settings=settings),
-            cwd=req.workdir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group: a kill takes its tools with it
-        )
+        env.update(watchdog.env())
+        try:
+            proc = subprocess.Popen(
+                lifetime.die_with_parent(self.command(binary, req, settings=settings)),
+                cwd=req.workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # its own process group: a kill takes its tools with it
+            )
+        except BaseException:
+            watchdog.close()
+            raise
+        watchdog.guard(proc.pid)
+        guard.record_process(proc.pid, lifetime.start_time(proc.pid))
+        try:
+            return self._follow(proc, stream, req)
+        finally:
+            watchdog.close()
+
+    def _follow(self, proc: subprocess.Popen[bytes], stream: _Stream, req: RunRequest) -> RunResult:
         assert proc.stdout is not None and proc.stderr is not None
         stderr: collections.deque[str] = collections.deque(maxlen=50)
         drain = threading.Thread(target=_drain, args=(proc.stderr, stderr), daemon=True)

@@ -14,6 +14,7 @@ evidence (the case registry creates it 0444, which does not stop root).
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import shutil
@@ -56,14 +57,43 @@ class Snapshot:
 
 
 def guarded(req: RunRequest, body: Callable[[], RunResult]) -> RunResult:
-    """Run ``body`` between a snapshot and a revert; the revert happens even if it raises."""
+    """Run ``body`` between a snapshot and a revert; the revert happens even if it raises.
+    The snapshot is also kept on disk (:mod:`guard_store`) until the revert is done: a run
+    killed before it (SIGKILL, OOM, a reboot) is reverted by the next run's
+    :func:`repair_left_behind`."""
+    from harness_cli.agents import guard_store
+
     snap = snapshot(req.protect, req.allowed_root, req.workdir)
+    kept = guard_store.keep(snap)
+    token = _kept.set(kept)
     try:
         result = body()
     finally:
+        _kept.reset(token)
         reverted = revert_outside(req.allowed_root, snap)
+        guard_store.discard(kept)
     result.reverted = reverted
     return result
+
+
+_kept: contextvars.ContextVar[Path | None] = contextvars.ContextVar("guard_kept", default=None)
+
+
+def record_process(pid: int, started: str) -> None:
+    """The agent's process group, for the next run to kill if this one dies with it alive."""
+    from harness_cli.agents import guard_store
+
+    kept = _kept.get()
+    if kept is not None:
+        guard_store.note_process(kept, pid, started)
+
+
+def repair_left_behind(case_id: str = "") -> list[str]:
+    """Revert what agents of dead runs changed where they must not (their snapshots are still
+    on disk), after killing whatever is left of their processes. Returns what was put back."""
+    from harness_cli.agents import guard_store
+
+    return guard_store.repair(case_id)
 
 
 def pinned_paths(allowed_root: Path, workdir: Path) -> list[Path]:

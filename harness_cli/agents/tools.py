@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from harness_cli.agents import sandbox
+from harness_cli.agents import lifetime, sandbox
 from harness_cli.agents.guard import SKIP_DIRS, is_pinned
 from harness_cli.agents.policy import is_readable
 
@@ -276,22 +276,29 @@ def _bash(ctx: ToolContext, args: dict[str, Any]) -> str:
     argv = ["bash", "-c", args["command"]]
     if ctx.box is not None:
         argv = sandbox.bwrap_argv(ctx.box, argv)
-    proc = subprocess.Popen(
-        argv,
-        cwd=ctx.workdir,
-        env=sandbox.agent_env(ctx.home),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # one process group: a timeout kills the children too
-    )
+    # The command dies with this process even when it is SIGKILLed (#20 point 3): the
+    # sandbox's --die-with-parent covers a boxed command; the watchdog an unboxed one.
+    watchdog = lifetime.Watchdog()
     try:
-        raw, _ = proc.communicate(timeout=limit)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raw, _ = proc.communicate()
-        output = raw.decode("utf-8", "replace")[-BASH_OUTPUT_CHARS:]
-        raise ToolFailure(f"Command timed out after {limit:.0f} s\n{output}") from None
+        proc = subprocess.Popen(
+            lifetime.die_with_parent(argv),
+            cwd=ctx.workdir,
+            env={**sandbox.agent_env(ctx.home), **watchdog.env()},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # one process group: a timeout kills the children too
+        )
+        watchdog.guard(proc.pid)
+        try:
+            raw, _ = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raw, _ = proc.communicate()
+            output = raw.decode("utf-8", "replace")[-BASH_OUTPUT_CHARS:]
+            raise ToolFailure(f"Command timed out after {limit:.0f} s\n{output}") from None
+    finally:
+        watchdog.close()
     output = raw.decode("utf-8", "replace")
     if len(output) > BASH_OUTPUT_CHARS:
         output = output[:BASH_OUTPUT_CHARS] + f"\n… ({len(output) - BASH_OUTPUT_CHARS} more chars)"

@@ -1,5 +1,6 @@
-"""What every workflow subcommand shares: the case from ``CASE`` or ``--payload FILE``, and the
-per-(workflow, case) lock that makes a second concurrent start exit 3."""
+"""What every workflow subcommand shares: the case from ``CASE`` or ``--payload FILE``, the
+per-(workflow, case) lock that makes a second concurrent start exit 3, and the run journal that
+makes a run killed at any point resumable by the next one (:mod:`harness_cli.obligations`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,10 @@ class Invocation:
     workflow: str
     case_id: str
     payload: Payload | None
+    payload_file: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    """What the run was asked to do beyond its case (dev-agent's mode …): with the payload, the
+    identity a resumed run is recognised by."""
 
 
 def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> Invocation:
@@ -45,12 +50,15 @@ def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> In
         )
     if payload is not None and case_arg and case_arg != payload.case_id:
         raise InputError(f"CASE {case_arg} does not match the payload's case {payload.case_id}")
-    return Invocation(workflow, validate_case_id(case_id), payload)
+    return Invocation(
+        workflow, validate_case_id(case_id), payload, str(Path(payload_file).absolute())
+        if payload_file else "",
+    )  # fmt: skip
 
 
 @contextmanager
 def running(
-    inv: Invocation, *, sync: bool = True, write_outcome: bool = True
+    inv: Invocation, *, sync: bool = True, write_outcome: bool = True, commit: bool = True
 ) -> Iterator[Invocation]:
     """The per-(workflow, case) lock (exit 3), and the pause gate once more at start: a payload
     dispatched by someone else's activity just before a pause must not run during it. Then the
@@ -84,6 +92,7 @@ def running(
     with (
         workflow_lock(inv.workflow, inv.case_id),
         workflow_session(inv.workflow, inv.case_id, inv.payload, write_outcome=write_outcome),
+        _journaled(inv, commit=commit),
         metered(inv, sync=sync),
     ):
         yield inv
@@ -174,3 +183,24 @@ def _tell_budget(inv: Invocation, exc: BudgetExceeded) -> None:
         )  # fmt: skip
     except HarnessError as err:  # the exit code and the log still say it
         log.warning("could not DM the budget stop of %s: %s", inv.case_id, err.line())
+
+
+@contextmanager
+def _journaled(inv: Invocation, *, commit: bool) -> Iterator[None]:
+    """Record the run (or resume the one a kill left), repair what a dead run left on the case,
+    and commit what this run wrote — whatever way it ends. ``commit=False``: a dry run."""
+    from harness_cli.config import load_config
+    from harness_cli.obligations import journal, repair
+
+    cfg = load_config()
+    args = {**(inv.payload.args if inv.payload else {}), **inv.args}
+    with journal.running(
+        inv.workflow, inv.case_id, payload=inv.payload, payload_file=inv.payload_file, args=args
+    ):
+        if commit:
+            repair.before_run(cfg, inv.case_id, workflow=inv.workflow)
+        try:
+            yield
+        finally:
+            if commit:
+                repair.after_run(cfg, inv.case_id, workflow=inv.workflow)

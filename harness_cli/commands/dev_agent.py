@@ -36,6 +36,7 @@ def dev_agent(
         args["auto"] = True
     from harness_cli.sessions.lifecycle import finish
 
+    inv.args = {**args, "mode": chosen}
     with _workflow.running(inv), _progress.live(f"dev-agent {inv.case_id} ({chosen})"):
         outcome = run_dev_agent(inv.case_id, chosen, args, post=not no_post)
         failed = chosen == "task" and outcome.get("state") == "failed"

@@ -34,13 +34,15 @@ def investigate(
     from harness_cli.sessions.lifecycle import finish
 
     inv = _workflow.resolve("investigate", case, payload)
-    with _workflow.running(inv, sync=not no_post, write_outcome=not no_post):
+    with _workflow.running(inv, sync=not no_post, write_outcome=not no_post, commit=not no_post):
         budget = load_config().harness.investigation.max_iterations
         with _progress.live(f"investigate {inv.case_id}", max_iterations=budget):
             outcome = investigate_case(inv.case_id, post=not no_post)
         finish(str(outcome["exit_line"]), failed=bool(outcome["exit_code"]))
     result = Result("investigate", data=outcome, exit_code=outcome["exit_code"])
     result.messages.append(outcome["exit_line"])
+    if outcome.get("owed"):
+        result.messages.append(f"the result post is owed: {outcome['owed']}")
     if outcome["exit_code"]:
         result.errors.append(f"case {inv.case_id}: {outcome['reason']}")
     suffix = " (dry run: nothing posted, committed or pushed)" if no_post else ""

@@ -50,11 +50,14 @@ def mr_monitor(
         # worktrees whose MR never reported back (the case was abandoned) go too
         pruned = prune_stale(ctx.cfg.harness.delivery.stale_worktree_days)
         from harness_cli.ci_dispatch import poll
+        from harness_cli.obligations.cycle import tend
 
         followed = poll()  # gitlab-ci dispatch: failed/stuck jobs free their sessions
+        tended = tend(ctx.cfg, ctx.out, backend=ctx.backend, gitlab=ctx.gitlab)
     result = cycle_result(report)
     result.changed += [f"pruned stale worktree {p}" for p in pruned]
     result.changed += followed
+    result.messages += tended
     emit(result)
 
 

@@ -33,11 +33,15 @@ def poll_slack(
 
             ctx.tally.recovered += [f"unparked {k}" for k in dedup.unpark()]
         poll_cycle(ctx)
+        from harness_cli.obligations.cycle import tend
         from harness_cli.sessions.waiting import expire_due
 
         # 004: a run nobody approves within approval_ttl_hours is cancelled by the next look.
         ctx.tally.recovered += [f"cancelled unapproved run {r}" for r in expire_due()]
-    emit(tally_result("poll-slack", ctx.tally))
+        tended = tend(ctx.cfg, ctx.out, backend=ctx.backend)
+    result = tally_result("poll-slack", ctx.tally)
+    result.messages += tended
+    emit(result)
 
 
 def tally_result(action: str, tally: object) -> Result:

@@ -98,8 +98,14 @@ def change_push_and_mr(
     change.changed = head_sha(wt.path) != before
     change.commits = _subjects(wt, before)
     if not change.changed:
-        event(log, "no_change_no_push", case_id=work.case.id, mode=mode)
-        return change
+        since = _stranded(work, wt, mode)
+        if since is None:
+            event(log, "no_change_no_push", case_id=work.case.id, mode=mode)
+            return change
+        # #20 p4: an earlier run committed and died (or failed to push, or to open the MR):
+        # its commits are this case's change, finished now instead of "nothing pushed".
+        change.changed, change.commits = True, _subjects(wt, since)
+        event(log, "stranded_commits_adopted", case_id=work.case.id, mode=mode, since=since)
     change.outcome = push.push_with_recovery(
         wt, runtime=work.runtime, outbound=work.out, cfg=work.cfg, case_id=work.case.id,
         case_dir=work.case_dir, task_text=job, target=target,
@@ -143,6 +149,27 @@ def _session_heard(text: str) -> None:
 
 def _write_guard(wt: worktrees.Worktree) -> list[write_guard.Blocked]:
     return write_guard.write_guard(wt.project, wt.path, write_guard.run_base(wt))
+
+
+def _stranded(work: Work, wt: worktrees.Worktree, mode: str) -> str | None:
+    """Where the case's undelivered commits start, when an earlier run left some: commits the
+    remote branch does not have, or (a task) a pushed branch whose MR was never opened. None:
+    nothing stranded."""
+    from harness_cli.delivery.push_rebase import wire_tip
+    from harness_cli.errors import ServiceError
+
+    head = head_sha(wt.path)
+    if head == wt.base_sha:
+        return None
+    try:
+        tip = wire_tip(wt)
+    except ServiceError:
+        tip = None  # the push will tell; never drop the commits on a failed look
+    if tip != head:
+        return tip if tip and wt.git().is_ancestor(tip, head) else wt.base_sha
+    if mode == "task" and not any(m.state == "opened" for m in work.case.mrs):
+        return wt.base_sha
+    return None
 
 
 def _redo(work: Work, wt: worktrees.Worktree, record: acceptance.AcceptanceRecord) -> str:

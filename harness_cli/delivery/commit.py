@@ -14,6 +14,7 @@ from typing import Any
 
 from harness_cli.delivery.style import lint_commit_message
 from harness_cli.errors import PolicyRefused
+from harness_cli.faults import crash_point
 from harness_cli.logs import event
 from harness_cli.services.git import Git
 
@@ -40,7 +41,10 @@ def commit_all(worktree: Path, message: str) -> str | None:
     git.add(new)
     if left_out:
         event(log, "commit_left_out", logging.WARNING, worktree=str(worktree), paths=left_out)
-    return git.commit(message)
+    sha = git.commit(message)
+    if sha:
+        crash_point("delivery.committed")
+    return sha
 
 
 def outside_task_paths(worktree: Path) -> list[str]:

@@ -101,11 +101,17 @@ def case_dir_of(entry: MonitoredMr) -> str:
     return entry.case_dir or str(registry.case_dir(entry.case_id).resolve())
 
 
-def dm(ctx: MonitorCtx, case_id: str | None, text: str, *, terminal: bool = False) -> None:
+def dm(
+    ctx: MonitorCtx, case_id: str | None, text: str, *, terminal: bool = False,
+    event_key: str = "",
+) -> None:  # fmt: skip
     """One message to the operator: in the case thread when there is one, else top-level in
     the self-DM (the only place the harness speaks). ``terminal``: the MR's end or an
-    escalation — the message carries the case's cost so far."""
-    notify.dm(ctx.out, ctx.cfg, "mr_monitor", text, case_id=case_id, terminal=terminal)
+    escalation — the message carries the case's cost so far. ``event_key`` names the event it
+    is about (an MR's end, an escalation): the DM is owed once per event, so a cycle killed
+    after it and redone posts nothing twice, and one Slack refused is delivered by a later run."""
+    key = f"mr-monitor:{event_key}" if event_key else None
+    notify.dm(ctx.out, ctx.cfg, "mr_monitor", text, case_id=case_id, terminal=terminal, key=key)
 
 
 def dev_agent_busy(case_id: str) -> bool:
@@ -166,7 +172,8 @@ def finish(ctx: MonitorCtx, key: str, entry: MonitoredMr, mr: MergeRequest) -> N
     parts = [f"{key} {verb}.", case_line]
     if removed:
         parts.append(f"Worktree removed ({len(removed)} folder(s)).")
-    dm(ctx, entry.case_id, " ".join(p for p in parts if p), terminal=True)
+    dm(ctx, entry.case_id, " ".join(p for p in parts if p), terminal=True,
+       event_key=f"{key}:{mr.state}")  # fmt: skip
     with files.monitored_mrs().update() as state:
         state.mrs.pop(key, None)
     event(log, "mr_finished", case_id=entry.case_id, mr=key, state=mr.state)

@@ -344,7 +344,8 @@ class Examination:
                 f"`{self.mr.target_branch}` after {self.work.recover_attempts} push recovery "
                 f"run(s). {self.mr.web_url}\n{notices.rearm_hint(self.key)}"
             )
-        dm(self.ctx, self.work.case_id, text, terminal=True)
+        dm(self.ctx, self.work.case_id, text, terminal=True,
+           event_key=f"{self.key}:{action.kind}:{self.pipeline_id}:{self.mr.sha}")  # fmt: skip
         self._record(action)
         self.work.escalated = True
         self.work.paused = True

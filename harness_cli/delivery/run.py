@@ -41,7 +41,8 @@ def run_dev_agent(
         raise InputError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
     cfg = load_config()
     case = registry.load_case(case_id)
-    if case.status not in RUNNABLE[mode] and not _watched_mr(case_id, args):
+    opened = _opened_by_a_killed_run(case, mode)
+    if case.status not in RUNNABLE[mode] and not _watched_mr(case_id, args) and not opened:
         raise PolicyRefused(
             f"case {case_id} is {case.status}; dev-agent {mode} does not run now",
             hint=f"`admin: reopen {case_id}` puts it back for approval",
@@ -67,12 +68,38 @@ def run_dev_agent(
         else None
     )
     try:
-        result = runner(work)
+        result = _told_mr(work, opened) if opened else runner(work)
     except BaseException as exc:
         _failed(work, mode, exc)
         raise
     _tell(work, str(result.get("message") or _outcome(result)))
     return result
+
+
+def _opened_by_a_killed_run(case: Any, mode: str) -> dict[str, Any] | None:
+    """#17 p8: this task run resumes one killed after it opened the MR (the case is
+    ``mr_open``): what is left is telling the operator — not a refusal, not a second MR."""
+    from harness_cli.obligations import journal
+
+    run = journal.current()
+    if mode != "task" or case.status != "mr_open" or run is None or not run.resumed:
+        return None
+    found = [m for m in case.mrs if m.state == "opened"]
+    return {"web_url": found[-1].web_url, "iid": found[-1].iid} if found else None
+
+
+def _told_mr(work: Any, mr: dict[str, Any]) -> dict[str, Any]:
+    if work.status is not None:
+        work.status.start()  # the killed run's placeholder (same scope): edited to its end
+    return {
+        "mode": "task",
+        "state": "mr_open",
+        "mr": mr,
+        "pushed": True,
+        "resumed": True,
+        "message": f"{work.case.id}: MR {mr['web_url']} is open (the run that opened it was "
+        "interrupted; nothing was redone)",
+    }
 
 
 def _failed(work: Any, mode: str, exc: BaseException) -> None:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness_cli import clock, paths
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError, ServiceError
+from harness_cli.faults import crash_point
 from harness_cli.logs import event
 from harness_cli.services.git import Git
 from harness_cli.state.locks import hold
@@ -227,11 +228,15 @@ def create(
                     f"branch {base_branch!r} does not exist on {project_path}",
                     hint="check the project's default branch in projects.yaml",
                 )
-            source = _checkout_source(mirror, branch, base_branch)
-            if source is None:
+            orphan = _orphan(mirror, branch)
+            source = "adopted" if orphan else _checkout_source(mirror, branch, base_branch)
+            if orphan is not None:  # #20 p4: a run died between `worktree add` and its record
+                path = orphan
+            elif source is None:
                 mirror.run("worktree", "add", "-q", str(path), branch)
             else:  # no upstream: a bare `git push` must never find a branch to go to
                 mirror.run("worktree", "add", "-q", "--no-track", "-b", branch, str(path), source)
+        crash_point("worktree.added")
         wt = Git(path)
         _set_identity(wt, identity)
         wt.run("config", "--worktree", "remote.origin.pushurl", PUSH_TRAP_URL)
@@ -264,6 +269,19 @@ def _set_identity(git: Git, identity: tuple[str, str]) -> None:
     for key, value in zip(("user.name", "user.email"), identity, strict=True):
         if git.run("config", "--worktree", "--default", "", "--get", key) != value:
             git.run("config", "--worktree", key, value)
+
+
+def _orphan(mirror: Git, branch: str) -> Path | None:
+    """A worktree of the mirror that has ``branch`` checked out but no record (its run was
+    killed before it wrote one): adopted, since ``worktree add`` of that branch would fail
+    ("already checked out") for every later run."""
+    current: Path | None = None
+    for line in mirror.run("worktree", "list", "--porcelain").splitlines():
+        if line.startswith("worktree "):
+            current = Path(line.removeprefix("worktree "))
+        elif line == f"branch refs/heads/{branch}" and current is not None and current.exists():
+            return current
+    return None
 
 
 def _checkout_source(mirror: Git, branch: str, base_branch: str) -> str | None:

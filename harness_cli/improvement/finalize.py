@@ -84,6 +84,8 @@ class FinalizeOutcome:
     dropped: list[dict[str, str]] = field(default_factory=list)
     clusters: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    owed: list[str] = field(default_factory=list)
+    """Messages Slack refused for now: recorded in the outbox, delivered by a later run."""
 
     @property
     def changed(self) -> bool:
@@ -248,11 +250,15 @@ def _tell(
     cfg: Config, services: Services, case_id: str, text: str, outcome: FinalizeOutcome
 ) -> None:
     thread = registry.case_thread(case_id)
+    from harness_cli.obligations.slack_door import Owed
+
     try:
         if thread is not None:
-            services.out.post(thread.channel, text, thread_ts=thread.thread_ts)
+            services.out.post(thread.channel, text, thread_ts=thread.thread_ts, purpose="finalize")
         else:
-            services.out.post(cfg.harness.operator.self_dm_channel, text)
+            services.out.post(cfg.harness.operator.self_dm_channel, text, purpose="finalize")
+    except Owed as exc:  # recorded: delivered by a later run
+        outcome.owed.append(exc.message)
     except HarnessError as exc:
         outcome.errors.append(f"DM: {exc.line()}")
 

@@ -4,6 +4,7 @@ one door out, and the one way to start a workflow — through the pause gate."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -75,6 +76,9 @@ class Intake:
     history_before: float = 0.0
     """Epoch second of this HARNESS_HOME's install: older admin commands and replies are
     history (0: no such rule, e.g. a home that predates it)."""
+    stop: threading.Event | None = None
+    """Set when the run must end now (``listen`` got SIGTERM): a Retry-After wait ends at once
+    and the message in hand is left in flight — the next poll-slack cycle takes it over."""
 
     @property
     def operator(self) -> str:
@@ -121,7 +125,10 @@ class Intake:
                     raise BudgetExhausted(str(exc)) from None
                 event(log, "slack_rate_limited", logging.WARNING, wait=exc.retry_after)
                 self.tally.rate_limited_waits += exc.retry_after
-                time.sleep(exc.retry_after)
+                if self.stop is None:
+                    time.sleep(exc.retry_after)
+                elif self.stop.wait(exc.retry_after):
+                    raise BudgetExhausted("stopping: the process was asked to end") from None
 
     def start(
         self,

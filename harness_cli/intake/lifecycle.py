@@ -37,6 +37,7 @@ from harness_cli.faults import crash_point
 from harness_cli.intake import messages
 from harness_cli.intake.context import BudgetExhausted, Intake
 from harness_cli.logs import event
+from harness_cli.obligations import scope
 from harness_cli.services.slack import Message
 from harness_cli.state import dedup, files
 from harness_cli.state.models import InFlight, ThreadEntry
@@ -102,7 +103,9 @@ class Lifecycle:
             try:
                 if entry.stage != "handled":
                     self.ctx.redelivery = entry.leases > 1 or entry.attempts > 0
-                    self._handle(key, entry)
+                    # Whatever it posts is owed by the message: a redelivery finds its posts.
+                    with scope.opened(f"intake:{key}", retried_by="intake"):
+                        self._handle(key, entry)
                 crash_point("intake.handled")
                 self.finished.append(key)
             except BudgetExhausted:

@@ -92,7 +92,9 @@ def _through_lifecycle(
 
 
 def listen(ctx: Intake, *, stop: threading.Event, ping_interval: float = 5.0) -> None:
-    """Connect and serve until ``stop`` is set."""
+    """Connect and serve until ``stop`` is set; then return within seconds: a message in hand
+    stops at its next Slack call (``Intake.stop``) and is left in flight for the poller."""
+    ctx.stop = stop
     from slack_sdk import WebClient
     from slack_sdk.socket_mode import SocketModeClient
     from slack_sdk.socket_mode.client import BaseSocketModeClient
@@ -115,8 +117,8 @@ def listen(ctx: Intake, *, stop: threading.Event, ping_interval: float = 5.0) ->
 
     def on_request(sm: BaseSocketModeClient, req: SocketModeRequest) -> None:
         sm.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
-        if req.type != "events_api":
-            return
+        if req.type != "events_api" or stop.is_set():
+            return  # stopping: poll-slack reads it from history (nothing was recorded yet)
         outcome = handle_event(ctx, req.payload)
         event(log, "socket_event", outcome=outcome, retry_attempt=req.retry_attempt)
 

@@ -94,6 +94,10 @@ def open_ticket(
     case_id = registry.case_by_source(channel, ts) or derive_case_id(
         jira=jira, channel=channel, ts=ts
     )
+    linked_to = ""
+    if case_id == jira and registry.is_closed(case_id):
+        # A closed case is not reopened from outside: this ticket is a new case, linked to it.
+        linked_to, case_id = case_id, derive_case_id(jira=None, channel=channel, ts=ts)
     permalink = _permalink(ctx, channel, ts)
     opened = registry.open_case(
         ctx.cfg.harness.thresholds,
@@ -105,8 +109,18 @@ def open_ticket(
         message={**message, "channel": channel, "permalink": permalink},
         source=Source(channel=channel, thread_ts=ts, user=user, permalink=permalink),
         sync_now=not ctx.deferred,
+        linked_to=linked_to,
     )
     project = opened.case.project
+    if opened.case.linked_to:
+        registry.link_cases(opened.case.linked_to, case_id, ctx.cfg.harness.thresholds,
+                            sync_now=not ctx.deferred)  # fmt: skip
+    linked = (
+        f"\nIt names {opened.case.linked_to}, which is closed: a new case, linked to it "
+        f"(`admin: reopen {opened.case.linked_to}` to work on the old one instead)."
+        if opened.case.linked_to
+        else ""
+    )
     registry.register_thread(opened.case, channel=channel, thread_ts=ts, role="ticket")
     crash_point("intake.thread_map")
     own = opened.case.source.channel == channel and opened.case.source.thread_ts == ts
@@ -114,7 +128,7 @@ def open_ticket(
         ctx,
         opened.case,
         text=f"New ticket in <#{channel}> → {case_thread.marker(case_id)} ({project})\n"
-        f"{permalink}\n> {_title(text, 300)}",
+        f"{permalink}\n> {_title(text, 300)}{linked}",
         fresh=opened.created,
         since=ts,
     )

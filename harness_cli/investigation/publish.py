@@ -40,6 +40,9 @@ class Published:
     exit_line: str
     status: str
     posted_ts: str | None
+    owed: str = ""
+    """Slack refused the post for now: it is recorded in the outbox and a later run posts it
+    (the investigation's result is not lost with a 429 storm)."""
 
 
 def publish(
@@ -83,7 +86,59 @@ def publish(
             for p in points(result.history)
         ]
         case.move(status, by="investigate", note=decision.reason)
-    posted = _post(cfg, case_id, line, result, out) if out is not None else None
+    _remember(case_id, line, status, result)
+    from harness_cli.obligations.slack_door import Owed
+
+    try:
+        posted = _post(cfg, case_id, line, result, out) if out is not None else None
+    except Owed as exc:
+        event(log, "investigation_post_owed", logging.WARNING, case_id=case_id, error=exc.line())
+        return Published(line, status, None, owed=exc.message)
+    return Published(line, status, posted)
+
+
+PUBLISHED = "published"
+"""The run's checkpoint once the case holds the result: a run killed after it only owes the
+post (:func:`resume_published`)."""
+
+
+def _remember(case_id: str, line: str, status: str, result: LoopResult) -> None:
+    from harness_cli.obligations import journal
+
+    run = journal.current()
+    if run is None:
+        return
+    decision = result.decision
+    run.checkpoint(
+        PUBLISHED,
+        {
+            "exit_line": line,
+            "status": status,
+            "text": dm_text(case_id, line, result),
+            "exit": decision.exit_reason,
+            "iterations": result.iterations,
+            "confidence": result.confidence,
+            "reason": decision.reason,
+            "exit_code": decision.exit_code,
+        },
+    )
+
+
+def resume_published(
+    cfg: Config, case_id: str, saved: dict[str, object], out: Outbound
+) -> Published:
+    """Finish a run killed after it published: the post it owes, in the same scope — so a post
+    that did go out is found, not made twice."""
+    from harness_cli.obligations.slack_door import Owed
+
+    thread = registry.case_thread(case_id)
+    dm = cfg.harness.operator.self_dm_channel
+    line, status = str(saved["exit_line"]), str(saved["status"])
+    try:
+        posted = out.post(dm, str(saved["text"]), thread_ts=thread.thread_ts if thread else None,
+                          purpose="investigation_result")  # fmt: skip
+    except Owed as exc:
+        return Published(line, status, None, owed=exc.message)
     return Published(line, status, posted)
 
 
@@ -161,7 +216,10 @@ def _post(cfg: Config, case_id: str, line: str, result: LoopResult, out: Outboun
     text = dm_text(case_id, line, result)
     cost = spend_line(case_id)
     return out.post(
-        dm, f"{text}\n{cost}" if cost else text, thread_ts=thread.thread_ts if thread else None
+        dm,
+        f"{text}\n{cost}" if cost else text,
+        thread_ts=thread.thread_ts if thread else None,
+        purpose="investigation_result",
     )
 
 

@@ -15,7 +15,7 @@ from harness_cli.agents.factory import configured_runtime
 from harness_cli.config import Config, load_config
 from harness_cli.errors import PolicyRefused
 from harness_cli.investigation.loop import Loop, cache_prefix
-from harness_cli.investigation.publish import publish, read_ticket
+from harness_cli.investigation.publish import PUBLISHED, publish, read_ticket, resume_published
 from harness_cli.investigation.runs import CaseRunner, evidence_paths
 from harness_cli.ops import status_message
 from harness_cli.workspace import registry
@@ -31,6 +31,12 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
             f"case {case_id} is {case.status}; not investigating it again",
             hint="reopen it first if that is what you want",
         )
+    from harness_cli.obligations import journal
+
+    run = journal.current()
+    saved = run.recall(PUBLISHED) if run is not None and post else None
+    if isinstance(saved, dict):
+        return _resume(cfg, case_id, saved)
     t = cfg.harness.thresholds
     with registry.update_case(case_id, t, "investigating", sync_now=post) as fresh:
         fresh.move("investigating", by="investigate")
@@ -76,10 +82,38 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         "status": done.status,
         "iterations": result.iterations,
         "posted_ts": done.posted_ts,
+        "owed": done.owed,
         "confidence": result.confidence,
         "reason": decision.reason,
         "exit_code": decision.exit_code,
         "dry_run": not post,
+    }
+
+
+def _resume(cfg: Config, case_id: str, saved: dict[str, Any]) -> dict[str, Any]:
+    """A run killed after it published (the case holds the result): post what it owes, close
+    its live status message, and report what it concluded — no second investigation."""
+    from harness_cli.services import factory
+
+    out = factory.outbound(cfg, factory.lazy_slack())
+    status = status_message.for_case(cfg, out, case_id, f"investigate {case_id}")
+    done = resume_published(cfg, case_id, saved, out)
+    if status is not None:
+        status.start()  # the killed run's placeholder (same scope: same post), edited to its end
+        status.done(f"{saved.get('exit')} after {saved.get('iterations')} iteration(s)")
+    return {
+        "case_id": case_id,
+        "exit_line": done.exit_line,
+        "exit": saved.get("exit"),
+        "status": done.status,
+        "iterations": saved.get("iterations"),
+        "posted_ts": done.posted_ts,
+        "owed": done.owed,
+        "confidence": saved.get("confidence"),
+        "reason": saved.get("reason"),
+        "exit_code": saved.get("exit_code", 0),
+        "dry_run": False,
+        "resumed": True,
     }
 
 

@@ -221,7 +221,14 @@ class Followup:
         limit = self.limits.answer_max_chars
         if len(text) > limit:
             text = text[: limit - 80] + "\n[… cut; the whole answer is in the transcript]"
-        return post_to_case(self.cfg, self.out, case.id, case.kind, text)
+        from harness_cli.obligations.slack_door import Owed
+
+        try:
+            return post_to_case(self.cfg, self.out, case.id, case.kind, text)
+        except Owed as exc:  # recorded: a later run posts it; the turn is answered
+            event(log, "followup_answer_owed", logging.WARNING, case_id=case.id,
+                  error=exc.line())  # fmt: skip
+            return None
 
     # -- after the turns ----------------------------------------------------------------------
     def _maybe_gap_analysis(self, case: Case, folder: Path) -> list[str]:

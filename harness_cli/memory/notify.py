@@ -27,8 +27,8 @@ def post_to_case(cfg: Config, out: Outbound, case_id: str, kind: str, text: str)
     thread = case_thread(case_id, kind)
     dm = cfg.harness.operator.self_dm_channel
     if thread is None:
-        return out.post(dm, f"*{case_id}*: {text}")
-    return out.post(dm, text, thread_ts=thread.thread_ts)
+        return out.post(dm, f"*{case_id}*: {text}", purpose="memory")
+    return out.post(dm, text, thread_ts=thread.thread_ts, purpose="memory")
 
 
 def tell_operator(cfg: Config, out: Outbound | None, case_id: str, kind: str, text: str) -> bool:

@@ -45,10 +45,15 @@ def dm(
     *,
     case_id: str | None = None,
     terminal: bool = False,
+    key: str | None = None,
 ) -> str:
     """Post one notification — in the case's thread when it has one, naming the case; returns
-    its ts. A message that ends a workflow or an MR (a ``TERMINAL`` kind, or ``terminal``)
-    also carries the cost line: this run's spend and the case's so far (#18)."""
+    its ts ("" when Slack refused it for now: it is owed, and a later run delivers it). A
+    message that ends a workflow or an MR (a ``TERMINAL`` kind, or ``terminal``) also carries
+    the cost line: this run's spend and the case's so far (#18). ``key`` names the event it is
+    about when one run may tell several of the same kind."""
+    from harness_cli.obligations.slack_door import Owed
+
     if case_id:  # named before the cost line is added: that line names the case too
         text = with_case(case_id, text)
     if terminal or kind in TERMINAL:
@@ -58,10 +63,15 @@ def dm(
         text = f"{text}\n{line}" if line else text
     channel = cfg.harness.operator.self_dm_channel
     thread = case_thread(case_id) if case_id else None
-    if thread is not None and thread.channel == channel:
-        ts = out.post(channel, text, thread_ts=thread.thread_ts)
-    else:
-        ts = out.post(channel, text)
+    try:
+        if thread is not None and thread.channel == channel:
+            ts = out.post(channel, text, thread_ts=thread.thread_ts, purpose=kind, key=key)
+        else:
+            ts = out.post(channel, text, purpose=kind, key=key)
+    except Owed as exc:  # recorded: the next run delivers it (#20 point 1)
+        event(log, "notification_owed", logging.WARNING, kind=kind, case_id=case_id or "",
+              error=exc.line())  # fmt: skip
+        return ""
     event(
         log,
         "notified",

@@ -18,6 +18,7 @@ from harness_cli import paths
 from harness_cli.config import Thresholds
 from harness_cli.errors import PolicyRefused
 from harness_cli.logs import event
+from harness_cli.obligations.thresholds import ObligationThresholds
 from harness_cli.redaction import redact
 from harness_cli.services.slack import Message, Slack
 from harness_cli.state import dedup
@@ -97,12 +98,23 @@ def outgoing(text: str) -> str:
 
 
 class Outbound:
+    """The one door out. Every write is also an obligation (:mod:`harness_cli.obligations`):
+    recorded before it is attempted, confirmed by Slack, retried by a later run when Slack
+    refused it — and never made twice, even when Slack's answer was lost."""
+
     def __init__(
-        self, slack: Slack, allowlist: list[str], thresholds: Thresholds | None = None
+        self,
+        slack: Slack,
+        allowlist: list[str],
+        thresholds: Thresholds | None = None,
+        limits: ObligationThresholds | None = None,
     ) -> None:
         self.slack = slack
         self.allowlist = frozenset(allowlist)
         self.thresholds = thresholds or Thresholds()
+        self.limits = limits or ObligationThresholds()
+        self.wait_left = self.limits.outbox_inline_wait_seconds
+        """Seconds of 429 Retry-After this run may still wait out in the call itself."""
 
     def check(self, channel: str, action: str) -> None:
         """Refuse (and log) any write to a channel outside the allowlist; nothing is sent."""
@@ -114,23 +126,55 @@ class Outbound:
                 "forwards what should go elsewhere",
             )
 
-    def post(self, channel: str, text: str, *, thread_ts: str | None = None) -> str:
+    def post(
+        self,
+        channel: str,
+        text: str,
+        *,
+        thread_ts: str | None = None,
+        purpose: str = "post",
+        owed: bool = True,
+        key: str | None = None,
+    ) -> str:
+        """Post once. ``purpose`` names what the post is for (part of its idempotency key);
+        ``owed=False`` is best effort (a status placeholder: never delivered late); ``key``
+        names the event that owes it when no run scope does (an mr-monitor DM). Raises
+        ``Owed`` when Slack refused it for now: it is delivered by a later run."""
+        from harness_cli.obligations import slack_door
+
         self.check(channel, "post")
-        ts = self.slack.post(channel, outgoing(text), thread_ts=thread_ts, metadata=own_metadata())
-        # Our own post must never come back as input (poll-slack and listen both read the DM),
-        # and stays known as ours (followup reads whole threads).
+        return slack_door.post(
+            self, channel, outgoing(text), thread_ts=thread_ts, purpose=purpose, owed=owed,
+            key=key, metadata=own_metadata(purpose),
+        )  # fmt: skip
+
+    def mark_own(self, channel: str, ts: str) -> None:
+        """Our own post must never come back as input (poll-slack and listen both read the
+        DM), and stays known as ours (followup reads whole threads)."""
         key = dedup.message_key(channel, ts)
         dedup.claim(
             [key, OWN_KEY + key],
             ttl_hours=self.thresholds.dedup_ttl_hours,
             max_entries=self.thresholds.dedup_max_entries,
         )
-        return ts
 
-    def update(self, channel: str, ts: str, text: str) -> None:
+    def update(
+        self, channel: str, ts: str, text: str, *, owed: bool = False, purpose: str = "edit"
+    ) -> None:
+        """Edit a message. ``owed``: the edit must land (a run's closing line) — recorded and
+        retried like a post; otherwise best effort (the live status in between)."""
         self.check(channel, "update a message")
-        self.slack.update(channel, ts, outgoing(text), metadata=own_metadata())
+        if not owed:
+            self.slack.update(channel, ts, outgoing(text), metadata=own_metadata())
+            return
+        from harness_cli.obligations import slack_door
+
+        slack_door.update(
+            self, channel, ts, outgoing(text), purpose=purpose, metadata=own_metadata(purpose)
+        )
 
     def react(self, channel: str, ts: str, name: str) -> None:
+        from harness_cli.obligations import slack_door
+
         self.check(channel, "react")
-        self.slack.react(channel, ts, name)
+        slack_door.react(self, channel, ts, name)

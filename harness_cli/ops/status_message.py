@@ -26,6 +26,7 @@ from harness_cli.agents.runtime import RunEvent
 from harness_cli.config import Config
 from harness_cli.errors import HarnessError
 from harness_cli.logs import event
+from harness_cli.obligations.slack_door import Owed
 from harness_cli.ops.outbound import Outbound
 from harness_cli.services.slack import RateLimited
 
@@ -148,13 +149,17 @@ class StatusReporter:
     def _post(self) -> None:
         text = self.render()
         try:
-            self.ts = self.out.post(self.channel, text, thread_ts=self.thread_ts)
+            # Best effort: a placeholder delivered late would be noise. A resumed run opens the
+            # same scope, gets this post's ts back and edits its predecessor's placeholder.
+            self.ts = self.out.post(
+                self.channel, text, thread_ts=self.thread_ts, purpose="status", owed=False
+            )
         except HarnessError as exc:
             self._go_quiet("post", exc)
             return
         self.shown, self.last_edit = text, self.clock()
 
-    def _edit(self, *, force: bool, text: str | None = None) -> bool:
+    def _edit(self, *, force: bool, text: str | None = None, owed: bool = False) -> bool:
         text = text or self.render()
         if self.ts is None or text == self.shown:
             return True
@@ -162,7 +167,10 @@ class StatusReporter:
         if not force and (now - self.last_edit < self.min_interval_s or now < self.blocked_until):
             return False
         try:
-            self.out.update(self.channel, self.ts, text)
+            self.out.update(self.channel, self.ts, text, owed=owed, purpose="status_final")
+        except Owed as exc:  # the closing line is owed: a later run makes the edit
+            event(log, "status_final_edit_owed", logging.WARNING, ts=self.ts, error=exc.line())
+            return True
         except RateLimited as exc:
             self.blocked_until = now + exc.retry_after
             if not force or exc.retry_after > FINAL_RETRY_CAP_S:
@@ -181,20 +189,24 @@ class StatusReporter:
             if self.closed:
                 return
             self.closed = True
-            if self.quiet:
-                return
             self.phase = ""
             cost = _cost_line()
             tokens = f" ({self.tokens:,} tokens)" if self.tokens and not cost else ""
             text = self.render(icon, status + tokens) + (f"\n{cost}" if cost else "")
             if self.ts is None:
                 self._post_final(text)
-            elif not self._edit(force=True, text=text):
+            elif not self._edit(force=True, text=text, owed=True):
                 event(log, "status_final_edit_lost", logging.WARNING, ts=self.ts, text=text)
 
     def _post_final(self, text: str) -> None:
+        """No placeholder made it to Slack: the closing line is a post of its own, owed (the
+        dev-agent's one outcome message is this line)."""
         try:
-            self.ts = self.out.post(self.channel, text, thread_ts=self.thread_ts)
+            self.ts = self.out.post(
+                self.channel, text, thread_ts=self.thread_ts, purpose="status_final"
+            )
+        except Owed as exc:
+            event(log, "status_final_post_owed", logging.WARNING, error=exc.line())
         except HarnessError as exc:
             self._go_quiet("post", exc)
 

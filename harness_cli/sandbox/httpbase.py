@@ -119,7 +119,9 @@ class Fault:
     """An injected misbehaviour, matched against incoming requests.
 
     ``kind``: ``status`` (answer ``status`` with ``body``/``headers``), ``drop`` (close the
-    connection without a reply), ``delay`` (sleep ``seconds`` then serve normally).
+    connection without a reply), ``delay`` (sleep ``seconds`` then serve normally), ``lost``
+    (serve the request — a post is made — then close the connection without the answer: the
+    client cannot know whether it happened).
     ``match`` is a substring of the path (e.g. ``chat.postMessage``, ``/merge_requests``);
     ``where`` optionally restricts it to requests whose parameters contain these values
     (e.g. ``{"channel": "C1"}``). ``times`` counts down; ``-1`` never runs out.
@@ -261,6 +263,9 @@ class Emulator:
         fault = self.take_fault(req)
         if fault is not None:
             if fault.kind == "drop":
+                return Response(drop=True)
+            if fault.kind == "lost":
+                self.route(req)
                 return Response(drop=True)
             if fault.kind == "delay":
                 time.sleep(fault.seconds)

@@ -21,7 +21,9 @@ def slack() -> Slack:
 
 def outbound(cfg: Config, client: Slack | None = None) -> Outbound:
     """Every Slack write goes through this, checked against ``outbound_allowlist``."""
-    return Outbound(client or slack(), cfg.harness.allowlist, cfg.harness.thresholds)
+    return Outbound(
+        client or slack(), cfg.harness.allowlist, cfg.harness.thresholds, cfg.harness.obligations
+    )
 
 
 class _LazySlack:

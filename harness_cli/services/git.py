@@ -280,6 +280,20 @@ class Git:
         out = self._exec(["diff", "--name-only", "--diff-filter=U", "-z"]).stdout
         return sorted({p for p in out.split("\0") if p})
 
+    def merge_base(self, a: str, b: str) -> str | None:
+        proc = self._exec(["merge-base", a, b], check=False)
+        return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+    def show(self, spec: str) -> str | None:
+        """``git show REV:PATH``'s text; None when that path is not in that revision."""
+        proc = self._exec(["show", spec], check=False)
+        return proc.stdout if proc.returncode == 0 else None
+
+    def amend(self) -> str | None:
+        """Fold what is staged into the last commit (an unpushed local merge), same message."""
+        self.run(*self._identity_args(), "commit", "-q", "--amend", "--no-edit", "--allow-empty")
+        return self.head_sha()
+
     def conclude_merge(self) -> str | None:
         """Commit an in-progress merge whose conflicts are resolved in the index."""
         self.run(*self._identity_args(), "commit", "-q", "--no-edit")

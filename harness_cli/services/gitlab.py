@@ -308,12 +308,32 @@ class LiveGitLab:
         return self._guard(reading, f"the discussions of {project}!{iid}")
 
     def reply(self, project: str, iid: int, discussion_id: str, body: str) -> None:
+        """Through the outbox (#20): recorded first, made once, found again if its answer was
+        lost, retried by a later run if GitLab refused it."""
+        from harness_cli.obligations import gitlab_door
+
+        gitlab_door.write(
+            self,
+            lambda text: self.raw_reply(project, iid, discussion_id, text),
+            action="reply", project=project, iid=iid, body=redact(body),
+            discussion_id=discussion_id,
+        )  # fmt: skip
+
+    def note(self, project: str, iid: int, body: str) -> None:
+        from harness_cli.obligations import gitlab_door
+
+        gitlab_door.write(
+            self, lambda text: self.raw_note(project, iid, text),
+            action="note", project=project, iid=iid, body=redact(body),
+        )  # fmt: skip
+
+    def raw_reply(self, project: str, iid: int, discussion_id: str, body: str) -> None:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         discussion = mr.discussions.get(discussion_id, lazy=True)
         self.calls += 1
         self._guard(lambda: discussion.notes.create({"body": redact(body)}))
 
-    def note(self, project: str, iid: int, body: str) -> None:
+    def raw_note(self, project: str, iid: int, body: str) -> None:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         self.calls += 1
         self._guard(lambda: mr.notes.create({"body": redact(body)}))

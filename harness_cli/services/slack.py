@@ -84,6 +84,15 @@ class LiveSlack:
         self._client = WebClient(
             token=settings.token, base_url=settings.base_url, timeout=int(timeout)
         )
+        # Writes are never re-sent by the SDK: its default handler retries a connection that
+        # dropped before the answer — a post that may have been made, made again. The outbox
+        # retries them itself, after looking the post up (harness_cli.obligations).
+        self._writer = WebClient(
+            token=settings.token,
+            base_url=settings.base_url,
+            timeout=int(timeout),
+            retry_handlers=[],
+        )
         self._me: str | None = None
 
     def whoami(self) -> str:
@@ -150,7 +159,7 @@ class LiveSlack:
             params["thread_ts"] = thread_ts
         if metadata:
             params["metadata"] = metadata
-        return str(self._call("chat_postMessage", **params)["ts"])
+        return str(self._call("chat_postMessage", writer=True, **params)["ts"])
 
     def update(
         self, channel: str, ts: str, text: str, *, metadata: dict[str, Any] | None = None
@@ -158,7 +167,7 @@ class LiveSlack:
         params: dict[str, Any] = {"channel": channel, "ts": ts, "text": text}
         if metadata:
             params["metadata"] = metadata
-        self._call("chat_update", **params)
+        self._call("chat_update", writer=True, **params)
 
     def permalink(self, channel: str, ts: str) -> str:
         return str(self._call("chat_getPermalink", channel=channel, message_ts=ts)["permalink"])
@@ -180,11 +189,11 @@ class LiveSlack:
             if not cursor:
                 return
 
-    def _call(self, method: str, **params: Any) -> dict[str, Any]:
+    def _call(self, method: str, *, writer: bool = False, **params: Any) -> dict[str, Any]:
         from slack_sdk.errors import SlackApiError
 
         try:
-            reply = getattr(self._client, method)(**params)
+            reply = getattr(self._writer if writer else self._client, method)(**params)
         except SlackApiError as exc:
             resp = exc.response
             if resp.status_code == 429:

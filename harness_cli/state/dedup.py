@@ -83,6 +83,12 @@ def _alive(owner: str) -> bool:
     return not started or _start_time(pid) == started
 
 
+def is_alive(owner: str) -> bool:
+    """Whether the process named ``owner`` (``host:pid:start``) still runs (another host's:
+    assumed alive). The run journal uses it too."""
+    return bool(owner) and _alive(owner)
+
+
 def may_take(entry: InFlight, lease_seconds: float) -> bool:
     """Could this run take the entry now (nobody alive holds it, or its lease ran out)?"""
     return _free(entry, lease_seconds, time.time())

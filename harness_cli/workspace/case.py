@@ -105,6 +105,11 @@ class Case(_Record):
     task_auto: bool = False
     """``admin: task <id> --auto`` asked for the task to run unattended: the approval that
     starts the dev-agent carries ``auto`` whoever gives it."""
+    linked_to: str = ""
+    """The closed case this one's ticket named (its Jira key): a ticket naming a closed case
+    opens a new case linked to it instead of reopening it from outside."""
+    linked_cases: list[str] = Field(default_factory=list)
+    """Cases opened later by tickets that named this one after it was closed."""
     created_at: datetime
     updated_at: datetime
     history: list[Transition] = Field(default_factory=list)

@@ -48,6 +48,8 @@ class SyncResult:
     """Push attempts made (0 when there was nothing to push)."""
     conflicts: list[str] = field(default_factory=list)
     """Paths both machines changed in the same hunks; the local side was kept."""
+    refused: list[str] = field(default_factory=list)
+    """Local case transitions the merge with another machine's refused (one line each)."""
     skipped: str | None = None
     """Why nothing was pushed, e.g. ``"no remote: local-only workspace"``."""
     head: str | None = None
@@ -60,6 +62,7 @@ class PullResult:
     before: str | None = None
     after: str | None = None
     conflicts: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
     skipped: str | None = None
 
     @property
@@ -189,7 +192,7 @@ def pull(
         elif result.before and git.is_ancestor(upstream, "HEAD"):
             result.skipped = "already up to date"
         else:
-            result.conflicts = _integrate(git, upstream)
+            result.conflicts = _integrate(git, upstream, result.refused)
             result.after = git.head_sha()
         return result
 
@@ -322,7 +325,7 @@ def _publish(git: Git, result: SyncResult, max_push_attempts: int) -> None:
                     break
                 log.info("push of %s rejected (attempt %d); integrating", git.repo_dir, attempt)
                 git.fetch(REMOTE)
-                result.conflicts += _integrate(git, upstream)
+                result.conflicts += _integrate(git, upstream, result.refused)
                 result.head = git.head_sha()
                 if result.committed and not git.is_ancestor(result.committed, "HEAD"):
                     # A rebase rewrote our commit (the tip it was) into the new tip.
@@ -339,30 +342,86 @@ def _publish(git: Git, result: SyncResult, max_push_attempts: int) -> None:
     )
 
 
-def _integrate(git: Git, upstream: str) -> list[str]:
+def _integrate(git: Git, upstream: str, refused: list[str] | None = None) -> list[str]:
     """Put local work on top of ``upstream``; return the paths whose conflicts kept the local
-    side. Rebase first (a linear history); on a conflict keep both histories with a merge."""
+    side. Rebase first (a linear history); on a conflict keep both histories with a merge.
+    JSON files both sides changed (case.json, the shared maps) are merged by meaning, never by
+    hunks (:mod:`harness_cli.workspace.case_merge`); a local case transition that merge refused
+    is added to ``refused``."""
+    shared = _both_changed_json(git, upstream)
     has_merges = bool(git.run("rev-list", "--merges", "-n", "1", f"{upstream}..HEAD"))
-    # Rebasing an unpushed merge would drop it and replay the conflict it resolved.
-    if not has_merges:
+    # Rebasing an unpushed merge would drop it and replay the conflict it resolved; a rebase
+    # would also replay a case.json change as a text patch over the other machine's.
+    if not has_merges and not shared:
         if git.rebase(upstream):
             return []
         git.rebase_abort()
+    conflicts: list[str] = []
     if git.merge(upstream):
+        if not shared:
+            return []
+    else:
+        # A trial merge names the conflicting paths, which -X ours would resolve silently.
+        conflicts = git.unmerged_paths()
+        git.merge_abort()
+        if not git.merge(upstream, strategy_option="ours"):
+            _keep_ours(git, git.unmerged_paths())
+            git.conclude_merge()
+    merged = _merge_by_meaning(git, shared, refused if refused is not None else [])
+    kept = [p for p in conflicts if p not in merged]
+    if kept:
+        log.warning(
+            "conflict merging %s into %s: kept the local side of %s; both histories kept",
+            upstream,
+            git.repo_dir,
+            ", ".join(kept),
+        )
+    return kept
+
+
+def _both_changed_json(git: Git, upstream: str) -> list[str]:
+    """JSON files changed since the merge base on both the local and the remote side."""
+    base = git.merge_base("HEAD", upstream)
+    if not base:
         return []
-    # A trial merge names the conflicting paths, which -X ours would resolve silently.
-    conflicts = git.unmerged_paths()
-    git.merge_abort()
-    if not git.merge(upstream, strategy_option="ours"):
-        _keep_ours(git, git.unmerged_paths())
-        git.conclude_merge()
-    log.warning(
-        "conflict merging %s into %s: kept the local side of %s; both histories kept",
-        upstream,
-        git.repo_dir,
-        ", ".join(conflicts),
-    )
-    return conflicts
+
+    def changed(ref: str) -> set[str]:
+        out = git.run("diff", "--name-only", "-z", base, ref, "--", "*.json")
+        return {p for p in out.split("\0") if p}
+
+    return sorted(changed("HEAD") & changed(upstream))
+
+
+def _merge_by_meaning(git: Git, shared: list[str], refused: list[str]) -> list[str]:
+    """Rewrite the merge commit's version of each ``shared`` file with its meaning-merge;
+    returns the files so merged."""
+    if not shared:
+        return []
+    from harness_cli.workspace.case_merge import merge_json
+
+    base = git.merge_base("HEAD^1", "HEAD^2")
+    rewritten = []
+    for rel in shared:
+        ours = git.show(f"HEAD^1:{rel}")
+        theirs = git.show(f"HEAD^2:{rel}")
+        if ours is None or theirs is None:
+            continue  # deleted on one side: the merge's handling stands
+        merged = merge_json(rel, git.show(f"{base}:{rel}") if base else None, ours, theirs)
+        if merged is None:
+            continue
+        path = git.repo_dir / rel
+        mode = path.stat().st_mode if path.exists() else 0o644
+        if path.exists():
+            path.chmod(mode | 0o200)
+        path.write_text(merged.text + "\n", encoding="utf-8")
+        path.chmod(mode)
+        refused += merged.refused
+        rewritten.append(rel)
+    if rewritten:
+        git.run("add", "--", *rewritten)
+        git.amend()
+        event(log, "workspace_merged_by_meaning", paths=rewritten, refused=refused)
+    return rewritten
 
 
 def _keep_ours(git: Git, paths: list[str]) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness_cli import clock, paths
 from harness_cli.config import Thresholds
-from harness_cli.errors import InputError, StateError
+from harness_cli.errors import InputError, StateConflict, StateError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
 from harness_cli.state import files
@@ -110,6 +110,14 @@ def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None
         pushed=result.pushed,
         attempts=result.attempts,
     )
+    if result.refused:
+        # The merged state is committed (and pushed): the run that made the refused move
+        # stops here instead of acting on a state the case no longer has.
+        event(log, "case_transition_refused", logging.WARNING, refused=result.refused)
+        raise StateConflict(
+            "; ".join(result.refused),
+            hint="the other machine's state stands; `harness case show` for the case's history",
+        )
     return result.committed
 
 
@@ -124,6 +132,7 @@ def open_case(
     message: dict[str, Any] | None = None,
     source: Source | None = None,
     sync_now: bool = True,
+    linked_to: str = "",
 ) -> Opened:
     """Create the case folder, ``message.json`` and ``case.json``; re-running is a no-op.
     ``sync_now=False`` leaves the commit to the caller (a poll cycle commits its new cases
@@ -140,6 +149,7 @@ def open_case(
             title=title,
             jira=jira,
             source=source or Source(),
+            linked_to=linked_to,
             created_at=now,
             updated_at=now,
         )
@@ -190,6 +200,21 @@ def update_case(
         set_threads_closed(case, closed=case.status == "closed")
     if changed and sync_now:
         sync(f"case {case_id}: {message}", thresholds, only=[folder])
+
+
+def is_closed(case_id: str) -> bool:
+    """The case exists and is closed (an unreadable case.json is not "closed": it raises)."""
+    if not (case_dir(case_id) / "case.json").exists():
+        return False
+    return load_case(case_id).status == "closed"
+
+
+def link_cases(old: str, new: str, thresholds: Thresholds, *, sync_now: bool = True) -> None:
+    """Record on the closed case ``old`` that ``new`` was opened by a ticket naming it
+    (idempotent: a redelivered ticket links once)."""
+    with update_case(old, thresholds, f"linked to {new}", sync_now=sync_now) as case:
+        if new not in case.linked_cases:
+            case.linked_cases.append(new)
 
 
 SUMMARY_KEYS = (

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from harness_cli.ops.outbound import is_own_post
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.model_script import RequestView
 from tests.conftest import REPO
@@ -23,7 +24,7 @@ CASE = "AAA-101"
 DM = "D0SELF"
 OPERATOR = "U0OPERATOR"
 OWN = {"event_type": "harness_post", "event_payload": {"kind": "post"}}
-"""The metadata of a harness post (``ops.outbound.own_metadata``)."""
+"""The metadata of a harness post (``ops.outbound.own_metadata``; the outbox adds its key)."""
 TICKET = (
     "Bulk discount is not applied to orders of exactly 10 units. The README says 10 % off from "
     "10 units on, and an order of 10 × 5.00 is charged 50.00 instead of 45.00."
@@ -157,9 +158,7 @@ class Memory:
         return [
             m
             for m in self.slack.messages(DM, metadata=True)
-            if m.get("thread_ts") == self.parent_ts
-            and m["ts"] != self.parent_ts
-            and m.get("metadata") == OWN
+            if m.get("thread_ts") == self.parent_ts and m["ts"] != self.parent_ts and is_own_post(m)
         ]
 
     def requests(self, role: str | None = None) -> list[dict[str, Any]]:

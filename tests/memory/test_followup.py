@@ -10,8 +10,9 @@ from typing import Any
 
 from harness_cli.memory.gap_analyzer import load_gap_reports
 from harness_cli.memory.transcripts import list_all
+from harness_cli.ops.outbound import is_own_post
 from tests.conftest import payloads
-from tests.memory.conftest import CASE, DM, OPERATOR, OWN, Memory, last_json
+from tests.memory.conftest import CASE, DM, OPERATOR, Memory, last_json
 
 ANSWER = "the strict comparison in pricing/discount.py remains the root cause"
 
@@ -146,9 +147,7 @@ def test_go_in_the_ticket_thread_is_conversation_and_is_answered_in_the_case_thr
     assert code == 0, err
     [turn] = last_json(out)["data"]["turns"]
     assert turn["approval"] is False and payloads(mem.root, "dev-agent") == []
-    support = [
-        m for m in mem.slack.messages("C0SUPPORT", metadata=True) if m.get("metadata") == OWN
-    ]
+    support = [m for m in mem.slack.messages("C0SUPPORT", metadata=True) if is_own_post(m)]
     assert support == []  # never a word in the support channel
     post = mem.thread_posts()[-1]["text"]
     assert post.startswith("New in the ticket thread:") and "@U0CUSTOMER: go" in post

@@ -1,0 +1,41 @@
+"""What poll-slack (every minute) and mr-monitor (every ten) do for the obligations after their
+own work: deliver what is owed, re-dispatch the workflow runs a kill left stranded, forget what
+is old. Each step is bounded and never fails the cycle that runs it."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from harness_cli.config import Config
+from harness_cli.errors import HarnessError
+from harness_cli.logs import event
+
+if TYPE_CHECKING:
+    from harness_cli.dispatch import Backend
+    from harness_cli.ops.outbound import Outbound
+    from harness_cli.services.gitlab import GitLab
+
+log = logging.getLogger("harness.obligations")
+
+
+def tend(
+    cfg: Config, out: Outbound | None, *, backend: Backend, gitlab: GitLab | None = None
+) -> list[str]:
+    """Returns lines for the cycle's result."""
+    from harness_cli.obligations import adopt, flush, journal, ledger
+
+    lines: list[str] = []
+    limits = cfg.harness.obligations
+    try:
+        report = flush.flush(out, self_dm=cfg.harness.operator.self_dm_channel, gitlab=gitlab)
+        lines += report.lines()
+    except HarnessError as exc:
+        event(log, "owed_flush_failed", logging.WARNING, error=exc.line())
+    try:
+        lines += adopt.stranded_runs(cfg, out, backend=backend)
+    except HarnessError as exc:
+        event(log, "stranded_runs_failed", logging.WARNING, error=exc.line())
+    ledger.prune_done(limits.outbox_keep_done_days)
+    journal.prune(limits.outbox_keep_done_days)
+    return lines

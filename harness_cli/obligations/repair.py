@@ -1,0 +1,69 @@
+"""What every workflow run does around its work, so that a run killed at any point leaves
+nothing the next one does not finish: before — commit what a dead run left in the case folder,
+undo what a dead agent changed where it must not (:mod:`harness_cli.agents.guard`), deliver
+what the case is still owed; after — commit what this run wrote (its case files are durable
+state, committed and pushed at every change: CONTRACT §3)."""
+
+from __future__ import annotations
+
+import logging
+
+from harness_cli import paths
+from harness_cli.config import Config
+from harness_cli.errors import HarnessError
+from harness_cli.logs import event
+
+log = logging.getLogger("harness.runs")
+
+
+def before_run(cfg: Config, case_id: str, *, workflow: str) -> list[str]:
+    """Repairs at the start of a run on ``case_id``; returns what was done (for the logs)."""
+    done: list[str] = []
+    from harness_cli.agents import guard
+
+    done += [f"restored {p}" for p in guard.repair_left_behind(case_id)]
+    if commit_case(cfg, case_id, f"{workflow}: what an interrupted run left"):
+        done.append("committed what an earlier run left")
+    done += flush_case(cfg, case_id)
+    if done:
+        event(log, "run_repairs", case_id=case_id, workflow=workflow, repairs=done)
+    return done
+
+
+def after_run(cfg: Config, case_id: str, *, workflow: str) -> None:
+    commit_case(cfg, case_id, f"{workflow} run")
+
+
+def commit_case(cfg: Config, case_id: str, why: str) -> bool:
+    """Commit (and push) the case folder if anything in it is uncommitted; a failure is logged
+    (the commit is safe on disk and the next sync takes it)."""
+    from harness_cli.workspace import registry
+
+    folder = registry.case_dir(case_id)
+    if not (paths.workspace() / ".git").exists() or not folder.exists():
+        return False
+    try:
+        return (
+            registry.sync(f"case {case_id}: {why}", cfg.harness.thresholds, only=[folder])
+            is not None
+        )
+    except HarnessError as exc:
+        event(log, "case_commit_failed", logging.WARNING, case_id=case_id, error=exc.line())
+        return False
+
+
+def flush_case(cfg: Config, case_id: str) -> list[str]:
+    """Deliver the case's owed Slack writes (GitLab ones wait for mr-monitor)."""
+    from harness_cli.obligations import flush, ledger
+
+    if not any(o.service == "slack" and o.owed for o in ledger.owed(case_id)):
+        return []
+    from harness_cli.services import factory
+
+    out = factory.outbound(cfg, factory.lazy_slack())
+    try:
+        report = flush.flush(out, self_dm=cfg.harness.operator.self_dm_channel, case_id=case_id)
+    except HarnessError as exc:  # e.g. no Slack token here: the next poll-slack delivers it
+        event(log, "owed_flush_failed", logging.WARNING, case_id=case_id, error=exc.line())
+        return []
+    return report.lines()

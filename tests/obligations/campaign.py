@@ -1,0 +1,28 @@
+"""What the crash campaigns measure after one clean run, shared by the tests (which assert each
+figure is 0) and bench/bench_crash_workflows.py (which runs the full walk and sums them):
+``killed`` (the SIGKILL landed), ``duplicates`` (a post or MR made twice), ``lost`` (one never
+made), ``stuck`` (the case left in a run's in-between status), ``uncommitted`` (case files left
+out of the workspace's HEAD)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+FULL = bool(os.environ.get("HARNESS_BENCH_FULL"))
+"""The bench's full walk: every write step, more random instants."""
+
+
+def record(workflow: str, point: str, figures: dict[str, Any]) -> None:
+    """Append one run's figures to the bench's file (when the bench runs the tests)."""
+    target = os.environ.get("HARNESS_BENCH_RECORD")
+    if target:
+        with Path(target).open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"workflow": workflow, "point": point, **figures}) + "\n")
+
+
+def assert_clean(figures: dict[str, Any]) -> None:
+    bad = {k: v for k, v in figures.items() if k not in ("killed", "detail") and v}
+    assert not bad, (bad, figures.get("detail"))

@@ -1,0 +1,89 @@
+"""#17 point 8 and #20 point 4 for `dev-agent --mode task`: SIGKILL the real process at each
+write step (the worktree made but not recorded, the commit made but not pushed, the branch
+pushed but no MR, the MR open but not told), then one clean run must finish the work exactly
+once: one MR, the case `mr_open`, the operator told once, nothing uncommitted in the case
+folder. Before, a kill between `git worktree add` and its record failed every rerun ("already
+checked out"), and a commit that was never pushed reran as "nothing pushed" for ever."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness_cli.faults import ENV
+from harness_cli.sandbox.runner import Sandbox
+from harness_cli.services.git import Git
+from tests.conftest import REPO
+from tests.delivery.desk import Desk
+from tests.obligations.campaign import FULL, assert_clean, record
+
+pytestmark = pytest.mark.slow
+CASE = "DEV-9"
+
+
+@pytest.fixture
+def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> Iterator[Desk]:
+    with Sandbox(tmp_path / "sb") as box:
+        for key, value in box.env().items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv("HARNESS_RUNTIME", "anthropic")
+        shutil.copytree(REPO / "agent-config", tmp_path / "agent-config")
+        shutil.copytree(REPO / "sops", tmp_path / "sops")
+        box.anthropic.load_script("delivery_adversarial")
+        assert cli("init")[0] == 0
+        yield Desk(box, cli, tmp_path / "harness-home")
+
+
+def _killed_task(point: str) -> bool:
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness_cli", "dev-agent", CASE, "--mode", "task", "--auto"],
+        env={**os.environ, ENV: point},
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL, (point, proc.returncode, proc.stderr[-1500:])
+    return True
+
+
+STEPS = (
+    ["run.dev-agent.started", "worktree.added", "delivery.committed", "workspace.committed:1",
+     "outbox.attempting:1", "outbox.landed:1", "outbox.landed:2", "workspace.committed:3"]
+    if FULL else ["worktree.added", "delivery.committed", "outbox.landed:2"]
+)  # fmt: skip
+"""The steps that each left the work unfinishable before (bench/bench_crash_workflows.py walks
+every write step): a worktree without its record, a commit never pushed, an MR open but the
+operator not told (the rerun refused: "case is mr_open")."""
+
+
+@pytest.mark.parametrize("point", STEPS)
+def test_a_task_killed_at_each_write_step_is_finished_exactly_once(
+    desk: Desk, tmp_path: Path, point: str
+) -> None:
+    desk.force_ci("success", times=4)
+    desk.approved_case(CASE)
+    killed = _killed_task(point)
+    data = desk.harness("dev-agent", CASE, "--mode", "task", "--auto", expect=None)
+    from harness_cli.workspace.registry import load_case
+
+    mrs = desk.box.gitlab.snapshot()["merge_requests"]
+    known = load_case(CASE).mrs
+    told = [p for p in desk.harness_posts() if known and known[-1].web_url in p["text"]]
+    dirty = Git(tmp_path / "workspace").status_porcelain().splitlines()
+    figures = {
+        "duplicates": max(0, len(mrs) - 1) + max(0, len(told) - 1),
+        "lost": int(not mrs) + int(not told),
+        "stuck": int(desk.status(CASE) != "mr_open") + int(data["exit"] != 0),
+        "uncommitted": len([ln for ln in dirty if f"case-workspaces/{CASE}/" in ln]),
+        "detail": [data.get("message"), [p["text"][:80] for p in desk.harness_posts()], dirty],
+    }
+    record("dev-agent task", point, {"killed": int(killed), **figures})
+    assert_clean(figures)
