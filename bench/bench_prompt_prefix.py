@@ -4,7 +4,9 @@ cache, and for every call where its prefix first differs from the closest earlie
 from the Anthropic emulator's request log (``sandbox/anthropic-requests.jsonl``).
 
 ``BENCH_RUNTIMES=claude-code`` (or ``anthropic``) limits the runtimes (default: both, the
-claude CLI's only when it is installed); ``BENCH_CALLS=0`` leaves out the per-call lines.
+claude CLI's only when it is installed); ``BENCH_CALLS=0`` leaves out the per-call lines;
+``BENCH_CASE=honest-complete`` reads a case of the eval corpus (evals/investigation:
+investigate + review) instead of the demo ticket.
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from harness_cli.sandbox.demo import run_demo  # noqa: E402
-from harness_cli.sandbox.prompt_prefix import analyze, read_log, render, role_summary  # noqa: E402
+from harness_cli.sandbox.prompt_prefix import (  # noqa: E402
+    CallPrefix,
+    analyze,
+    read_log,
+    render,
+    role_summary,
+)
 from harness_cli.sandbox.runner import ANTHROPIC_BODY_LOG as LOG  # noqa: E402
 from harness_cli.sandbox.runner import environment  # noqa: E402
 from harness_cli.services.claude_cli import find_claude  # noqa: E402
@@ -32,17 +40,39 @@ def runtimes() -> list[str]:
     return chosen
 
 
+def demo(runtime: str) -> list[CallPrefix]:
+    with tempfile.TemporaryDirectory(prefix="bench-prefix-") as tmp:
+        with environment({"HARNESS_RUNTIME": runtime}):
+            report = run_demo(Path(tmp) / "demo", runtime=runtime)
+        if not report.ok:
+            failed = [s.name for s in report.steps if s.status == "failed"]
+            raise SystemExit(f"the demo failed on {runtime}: {', '.join(failed)}")
+        return analyze(read_log(Path(tmp) / "demo" / "sandbox" / LOG)[-1])
+
+
+def library_case(name: str, runtime: str) -> list[CallPrefix]:
+    from harness_cli.investigation.library import load_library
+    from harness_cli.sandbox.anthropic_api import AnthropicEmulator
+    from harness_cli.sandbox.investigation_library import run_case
+
+    [case] = [c for c in load_library() if c.id == name]
+    with tempfile.TemporaryDirectory(prefix="bench-prefix-") as tmp:
+        emu = AnthropicEmulator(body_log=Path(tmp) / LOG)
+        emu.start()
+        try:
+            run_case(case, runtime, anthropic=emu)
+        finally:
+            emu.stop()
+        return analyze(read_log(Path(tmp) / LOG)[-1])
+
+
 def main() -> None:
     per_call = os.environ.get("BENCH_CALLS", "1") != "0"
+    case = os.environ.get("BENCH_CASE")
     for runtime in runtimes():
-        with tempfile.TemporaryDirectory(prefix="bench-prefix-") as tmp:
-            with environment({"HARNESS_RUNTIME": runtime}):
-                report = run_demo(Path(tmp) / "demo", runtime=runtime)
-            if not report.ok:
-                failed = [s.name for s in report.steps if s.status == "failed"]
-                raise SystemExit(f"the demo failed on {runtime}: {', '.join(failed)}")
-            [calls] = [analyze(run) for run in read_log(Path(tmp) / "demo" / "sandbox" / LOG)]
-        print(f"== the demo ticket on {runtime}: {len(calls)} model requests (tokens ≈ chars/4)")
+        calls = library_case(case, runtime) if case else demo(runtime)
+        what = f"the eval case {case}" if case else "the demo ticket"
+        print(f"== {what} on {runtime}: {len(calls)} model requests (tokens ≈ chars/4)")
         print("\n".join(role_summary(calls)))
         if per_call:
             print()

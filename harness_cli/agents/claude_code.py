@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from harness_cli.agents import guard, policy, sandbox
+from harness_cli.agents import guard, policy, prompt_layout, sandbox
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -34,8 +35,16 @@ from harness_cli.logs import redact
 from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
 
 STDERR_KEEP = 4000
-ALWAYS_ENV = {"DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-"""Without the second the CLI makes a title side call and tries the public API host."""
+ALWAYS_ENV = {
+    "DISABLE_TELEMETRY": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+}
+"""Without the second the CLI makes a title side call and tries the public API host. The
+third drops the first system block, a fingerprint of each prompt (``cc_version=….<hash>``)
+that made every run's prefix new; the fourth the CLI's own memory, a folder outside every
+role whose path changed with the working directory — state lives in the case, not there."""
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 KEY_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 """Never in the CLI's environment (its Bash and ``/proc/<pid>/environ`` would show them): the
@@ -70,7 +79,9 @@ class ClaudeCodeRuntime:
         boxed = policy.shell_allowed(req) and sandbox.required_box(
             self.name, self.sandbox, req.role
         )
-        with sandbox.scratch() as folder:
+        # The same private folder for every run in this workdir: its path is in the prompt.
+        stable = hashlib.sha256(os.path.realpath(req.workdir).encode()).hexdigest()[:16]
+        with sandbox.scratch(stable) as folder:
             settings = self._settings(req, folder, boxed)
             return guard.guarded(req, lambda: self._run(binary, req, folder, settings))
 
@@ -99,17 +110,25 @@ class ClaudeCodeRuntime:
         return path
 
     def command(self, binary: Path, req: RunRequest, *, settings: Path | None = None) -> list[str]:
-        # The prompt goes right after -p: the variadic options below would swallow it.
-        args = [str(binary), "-p", req.role_prompt(), "--output-format", "stream-json"]
+        # The prompt comes on stdin (``stdin_message``): two blocks, and no ticket text in the
+        # process list for other users of the machine to read.
+        args = [
+            str(binary),
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+        ]
         args += ["--verbose", *self.permissions(req, settings)]
         args += ["--max-turns", str(req.max_turns)]
+        # Only the built-in tools the harness's own loop would offer: the CLI's other two
+        # dozen (agents, cron, tasks, web…) cost ~17k tokens of definitions on every call.
+        args += ["--tools", ",".join(policy.offered_tools(req))]
         denied = [*policy.disallowed_tools(req), *self.deny_rules(req, settings)]
         if denied:
             args += ["--disallowedTools", ",".join(denied)]
-        # The CLI places and caches its own system prompt: the stable blocks go in front of ours.
-        appended = "\n\n".join(b for b in (*req.cache_prefix, req.system) if b)
-        if appended:
-            args += ["--append-system-prompt", appended]
+        args += self.system_prompt(req)
         # Only the MCP servers the harness names: none from the user's or the repo's config.
         args += ["--strict-mcp-config"]
         if req.mcp_config is not None:
@@ -121,6 +140,26 @@ class ClaudeCodeRuntime:
         if self.model:
             args += ["--model", self.model]
         return args
+
+    @staticmethod
+    def stdin_message(req: RunRequest) -> str:
+        """The user turn as the one stream-json line the CLI reads before it starts
+        (``prompt_layout.user_blocks``: the run's facts, then the role's prompt)."""
+        content = [{"type": "text", "text": b} for b in prompt_layout.user_blocks(req)]
+        message = {"type": "user", "message": {"role": "user", "content": content}}
+        return json.dumps(message, ensure_ascii=False) + "\n"
+
+    @staticmethod
+    def system_prompt(req: RunRequest) -> list[str]:
+        """The harness's system parts (``prompt_layout``) as the CLI's whole system prompt
+        (``--system-prompt``) — except for a role with a shell, which changes code and keeps
+        the CLI's own guidance on its shell, edits and git, the harness's parts appended. Its
+        per-machine sections (working directory, git status) then go to the first user turn
+        instead, so the system prompt is the same for every worktree and every commit."""
+        text = prompt_layout.system_text(req)
+        if not policy.shell_allowed(req):
+            return ["--system-prompt", text]
+        return ["--exclude-dynamic-system-prompt-sections", "--append-system-prompt", text]
 
     @staticmethod
     def permissions(req: RunRequest, settings: Path | None = None) -> list[str]:
@@ -193,12 +232,16 @@ class ClaudeCodeRuntime:
             self.command(binary, req, settings=settings),
             cwd=req.workdir,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group: a kill takes its tools with it
         )
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        feed = threading.Thread(
+            target=_feed, args=(proc.stdin, self.stdin_message(req).encode()), daemon=True
+        )
+        feed.start()
         stderr: collections.deque[str] = collections.deque(maxlen=50)
         drain = threading.Thread(target=_drain, args=(proc.stderr, stderr), daemon=True)
         drain.start()
@@ -224,6 +267,14 @@ class ClaudeCodeRuntime:
         drain.join(timeout=2)
         tail = "".join(stderr)[-STDERR_KEEP:]
         return stream.finish(code, killed.is_set(), tail)
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    """Write the prompt and close stdin: the CLI answers once it reads end of input."""
+    with contextlib.suppress(OSError):  # the CLI died first: its exit says why
+        pipe.write(data)
+    with contextlib.suppress(OSError):
+        pipe.close()
 
 
 def _drain(pipe: IO[bytes], keep: collections.deque[str]) -> None:
