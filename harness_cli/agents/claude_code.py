@@ -79,9 +79,10 @@ class ClaudeCodeRuntime:
         boxed = policy.shell_allowed(req) and sandbox.required_box(
             self.name, self.sandbox, req.role
         )
-        # The same private folder for every run in this workdir: its path is in the prompt.
-        stable = hashlib.sha256(os.path.realpath(req.workdir).encode()).hexdigest()[:16]
-        with sandbox.scratch(stable) as folder:
+        # A boxed run's folder paths are in its Bash tool's definition, part of the prompt:
+        # the same private folder for every boxed run in this workdir keeps them the same.
+        digest = hashlib.sha256(os.path.realpath(req.workdir).encode()).hexdigest()[:16]
+        with sandbox.scratch(digest if boxed else None) as folder:
             settings = self._settings(req, folder, boxed)
             return guard.guarded(req, lambda: self._run(binary, req, folder, settings))
 

@@ -13,6 +13,7 @@ harness.yaml says ``sandbox.required: false`` (then it runs unboxed, with a warn
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import shutil
@@ -256,25 +257,25 @@ def scratch(stable: str | None = None) -> Iterator[Path]:
     in a parent only this user can enter and is held with flock while in use; when it is held
     (a concurrent run with the same name) or the parent is not safe, a fresh one is made."""
     held = _claim(stable) if stable else None
-    if held is None:
-        folder = Path(tempfile.mkdtemp(prefix="harness-agent-"))
-    else:
-        folder = Path(held.name).with_suffix("")
-        shutil.rmtree(folder, ignore_errors=True)  # a killed run's leftovers
-        folder.mkdir(mode=0o700)
-    (folder / "home").mkdir()
     try:
-        yield folder
+        if held is None:
+            folder = Path(tempfile.mkdtemp(prefix="harness-agent-"))
+        else:
+            folder = Path(held.name).with_suffix("")
+            shutil.rmtree(folder, ignore_errors=True)  # a killed run's leftovers
+            folder.mkdir(mode=0o700)
+        try:
+            (folder / "home").mkdir()
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
         if held is not None:
             held.close()  # releases the flock; the empty lock file stays for the next run
 
 
 def _claim(name: str) -> IO[str] | None:
     """``<private parent>/<name>.lock``, opened and locked; None when it cannot be had."""
-    import fcntl
-
     parent = Path(tempfile.gettempdir()) / f"harness-agent-{os.getuid()}"
     try:
         parent.mkdir(mode=0o700, exist_ok=True)
