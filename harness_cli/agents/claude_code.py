@@ -38,13 +38,15 @@ STDERR_KEEP = 4000
 ALWAYS_ENV = {
     "DISABLE_TELEMETRY": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
     "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
 }
 """Without the second the CLI makes a title side call and tries the public API host. The
-third drops the first system block, a fingerprint of each prompt (``cc_version=….<hash>``)
-that made every run's prefix new; the fourth the CLI's own memory, a folder outside every
-role whose path changed with the working directory — state lives in the case, not there."""
+third turns off the CLI's own memory, a folder outside every role whose path (in the system
+prompt) changed with the working directory — a case's state lives in the case, not there."""
+KEYED_ENV = {"CLAUDE_CODE_ATTRIBUTION_HEADER": "0"}
+"""For a run paying per token with an API key: no attribution block, the first system block,
+which holds a fingerprint of each prompt (``cc_version=….<hash>``) and so made every run's
+prefix new. A run on the CLI's own login keeps it (a subscription's requests carry it)."""
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 KEY_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 """Never in the CLI's environment (its Bash and ``/proc/<pid>/environ`` would show them): the
@@ -89,7 +91,7 @@ class ClaudeCodeRuntime:
     def _settings(self, req: RunRequest, folder: Path, boxed: bool) -> Path:
         """The run's ``--settings`` file: the Bash sandbox (for a run with a shell) and the
         ``apiKeyHelper`` reading the key from a file in the run's private folder."""
-        key = next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), None)
+        key = _api_key()
         helper = None
         if key:
             key_file = folder / "key"
@@ -221,7 +223,7 @@ class ClaudeCodeRuntime:
         env["CLAUDE_CONFIG_DIR"] = os.environ.get("CLAUDE_CONFIG_DIR") or str(
             Path.home() / ".claude"
         )
-        env.update({**self.env, **ALWAYS_ENV})
+        env.update({**self.env, **ALWAYS_ENV, **(KEYED_ENV if _api_key() else {})})
         if os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"  # bypassPermissions is refused to root without it
         return env
@@ -268,6 +270,10 @@ class ClaudeCodeRuntime:
         drain.join(timeout=2)
         tail = "".join(stderr)[-STDERR_KEEP:]
         return stream.finish(code, killed.is_set(), tail)
+
+
+def _api_key() -> str | None:
+    return next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), None)
 
 
 def _feed(pipe: IO[bytes], data: bytes) -> None:

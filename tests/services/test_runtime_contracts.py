@@ -406,6 +406,19 @@ def test_the_claude_command_line(root: Path) -> None:
     assert env["X"] == "1" and (env.get("IS_SANDBOX") == "1") == (os.geteuid() == 0)
     # no token of the harness's, and the model key only through apiKeyHelper
     assert "ANTHROPIC_API_KEY" not in env and "GITLAB_TOKEN" not in env
+    # paying per token: no per-prompt attribution block in front of the cached prefix; no
+    # memory folder of the CLI's own; on the CLI's own login the attribution stays
+    assert env["CLAUDE_CODE_ATTRIBUTION_HEADER"] == "0"
+    assert env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] == "1"
+    saved = {
+        k: os.environ.pop(k)
+        for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+        if k in os.environ
+    }
+    try:
+        assert "CLAUDE_CODE_ATTRIBUTION_HEADER" not in ClaudeCodeRuntime().environment()
+    finally:
+        os.environ.update(saved)
 
 
 STREAM = [
