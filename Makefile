@@ -6,9 +6,21 @@ STAMP  := $(VENV)/.installed
 CLAUDE_VERSION := 2.1.197
 CLAUDE := .tools/claude/node_modules/.bin/claude
 
-.PHONY: install claude-cli mcp-everything test test-fast demo lint bench clean
+.PHONY: install agent-sandbox claude-cli mcp-everything test test-fast demo lint bench clean
 
-install: $(STAMP) claude-cli mcp-everything
+install: $(STAMP) claude-cli mcp-everything agent-sandbox
+
+# The agents' sandbox: bubblewrap, and socat for the claude CLI's network proxy. Installed with
+# apt-get when this runs as root on a Debian-like machine (CI, a fresh VM); otherwise it says
+# what to install. Without them a real install refuses dev-agent runs (fail closed) and the demo
+# opts out loudly.
+agent-sandbox:
+	@if command -v bwrap >/dev/null 2>&1 && command -v socat >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  (apt-get install -y -qq bubblewrap socat >/dev/null 2>&1 || \
+	   (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap socat >/dev/null 2>&1)) \
+	  || echo "could not install bubblewrap/socat: the agent-sandbox tests say why they fail"; \
+	else echo "bubblewrap and socat are missing: install them (apt-get install bubblewrap socat)"; fi
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

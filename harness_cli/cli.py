@@ -76,7 +76,8 @@ WORKFLOWS = frozenset({"investigate", "review", "followup", "dev-agent", "consol
 
 
 # The subcommands that write outward take --dry-run here, at the edge, all the same way
-# (harness_cli.dryrun); kb-update, gap-patterns and case migrate have their own.
+# (harness_cli.dryrun); kb-update, gap-patterns, case migrate and case accept-checks have
+# their own (OWN_DRY_RUN).
 DRY_RUN = frozenset(
     {
         "poll-slack",
@@ -176,18 +177,28 @@ def _run(args: list[str], argv: list[str]) -> int:
         logs.setup_cli_logging(verbose=OPTIONS.verbose)
         return _run_command(name, rest)
     except errors.HarnessError as exc:
-        return _report(exc)
+        code = _report(exc)
+        _log_end(name, code, type(exc).__name__, exc.line())
+        return code
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - the edge: a bug becomes a crash log, not a trace
         from harness_cli import crash
 
-        return crash.report(exc, argv=argv, verbose=OPTIONS.verbose)
+        code = crash.report(exc, argv=argv, verbose=OPTIONS.verbose)
+        _log_end(name, code, type(exc).__name__, f"{exc} (a bug: see the crash log)")
+        return code
+
+
+OWN_DRY_RUN = {"case": frozenset({"migrate", "accept-checks"})}
+"""Subcommands whose own --dry-run says more than the generic one (what would move, the diff of
+the checks that would be accepted)."""
 
 
 def _generic_dry_run(name: str, args: list[str]) -> bool:
     head = args[: args.index("--")] if "--" in args else args
-    return name in DRY_RUN and "--dry-run" in head and not (name == "case" and "migrate" in head)
+    own = OWN_DRY_RUN.get(name, frozenset())
+    return name in DRY_RUN and "--dry-run" in head and not own.intersection(head)
 
 
 def _run_command(name: str, args: list[str]) -> int:
@@ -259,6 +270,19 @@ def _run_not_built(name: str, args: list[str]) -> int:
     raise errors.NotBuilt(
         f"{name} is not built yet", hint="see the open issues for the capability that provides it"
     )
+
+
+def _log_end(command: str, code: int, kind: str, line: str) -> None:
+    """An error that ends a subcommand goes to the log files too (error.log for failures, bad
+    input and config; agent.log for a skip or a refusal), not only to stderr — where cron's
+    output may be lost. The console already has its one line."""
+    import logging
+
+    from harness_cli.logs import event
+
+    level = logging.ERROR if code in (errors.EXIT_FAILED, errors.EXIT_USAGE) else logging.WARNING
+    event(logging.getLogger("harness.cli"), "command_failed", level, command=command,
+          exit_code=code, error=kind, message=line, _console=False)  # fmt: skip
 
 
 def _report(exc: errors.HarnessError) -> int:

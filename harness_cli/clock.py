@@ -39,3 +39,28 @@ def stamp(at: datetime | None = None) -> str:
 
 def epoch(at: datetime | None = None) -> float:
     return (at or now()).timestamp()
+
+
+def human(at: datetime, reference: datetime | None = None) -> str:
+    """An instant the way an operator reads it in Slack: ``14:30 UTC (in 29 min)``, with the
+    date when it is not today (``Dec 3 14:30 UTC (in 2 days)``), never raw ISO."""
+    ref = reference or now()
+    at_utc, ref_utc = at.astimezone(UTC), ref.astimezone(UTC)
+    when = at_utc.strftime("%H:%M UTC")
+    if at_utc.date() != ref_utc.date():
+        when = f"{at_utc.strftime('%b')} {at_utc.day} {when}"
+    return f"{when} ({relative(at_utc, ref_utc)})"
+
+
+def relative(at: datetime, reference: datetime | None = None) -> str:
+    """``in 29 min`` / ``3 h ago`` / ``just now``: the distance from ``reference``, rounded."""
+    seconds = (at - (reference or now())).total_seconds()
+    size = abs(seconds)
+    if size < 60:
+        return "just now"
+    for unit, span in (("day", 86400), ("h", 3600), ("min", 60)):
+        if size >= span:
+            count = round(size / span)
+            label = f"{count} {unit}" + ("s" if unit == "day" and count != 1 else "")
+            break
+    return f"in {label}" if seconds > 0 else f"{label} ago"

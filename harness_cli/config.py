@@ -70,9 +70,30 @@ class Thresholds(_Human):
     stale_index_lock_seconds: float = Field(60.0, gt=0)
     """A ``.git/index.lock`` older than this, with our workspace lock held, is a crash leftover."""
     dedup_ttl_hours: float = Field(72.0, gt=0)
-    """socket-dedup: how long a seen message ts is remembered."""
+    """socket-dedup: a done message is remembered at least this long, and for as long as any
+    cursor or live thread can still read it again (the frozen cursor re-reads the newest
+    message of a quiet channel for days)."""
     dedup_max_entries: int = Field(20000, ge=100)
-    """socket-dedup: the set is bounded; the oldest entries go first."""
+    """socket-dedup: the set is bounded; what no cursor can read again goes first."""
+    intake_lease_seconds: float = Field(600.0, gt=0)
+    """A message claimed by a run that is still alive is taken over after this long (a hung
+    run); one claimed by a dead run is taken over by the next cycle at once."""
+    intake_max_attempts: int = Field(5, ge=1)
+    """A message whose handling failed this many times is parked and the operator told, so one
+    poisoned message cannot be retried every minute for ever."""
+    poll_thread_budget: int = Field(50, ge=0)
+    """Thread polls (``conversations.replies``, Slack Tier 3: "50+" a minute) one poll-slack
+    cycle makes at most; the next cycle starts where this one stopped, so every live thread is
+    polled within ``live threads / budget`` cycles. 0: no cap (a 429 still ends the cycle)."""
+    thread_gone_confirmations: int = Field(3, ge=1)
+    """reference: "evicts a cursor automatically when the upstream API answers
+    thread_not_found". Slack also answers it for a parent still lagging and now and then for
+    nothing: a thread whose parent is gone from history is evicted at once (unless younger than
+    ``read_lag_window_seconds``); one whose parent still shows only after this many answers in
+    a row across cycles."""
+    admin_thread_hours: float = Field(24.0, ge=0)
+    """The thread under an admin command is read this long, so a command typed as a reply
+    under the harness's answer is obeyed."""
     finalize_idle_hours: float = Field(4.0, gt=0)
     """finalize: a case idle this long rolls its gap reports into one MR."""
     lock_timeout_seconds: float = Field(30.0, gt=0)

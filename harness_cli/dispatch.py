@@ -19,16 +19,17 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness_cli import clock, paths
-from harness_cli.errors import ConfigError, InputError
+from harness_cli.errors import ConfigError, InputError, StateError
+from harness_cli.faults import crash_point
 from harness_cli.logs import event
-from harness_cli.state.store import atomic_write_text
+from harness_cli.state.store import atomic_create_bytes, atomic_write_text
 
 log = logging.getLogger("harness.dispatch")
 
@@ -58,6 +59,14 @@ class Payload(BaseModel):
     created_at: datetime | None = None
     args: dict[str, Any] = Field(default_factory=dict)
     """Workflow-specific arguments, e.g. ``{"mode": "fix_ci"}`` for dev-agent."""
+    repo: str = ""
+    """The GitLab project the workflow works on (dev-agent: the MR's repository, whose
+    worktree it runs in — the harness's own repo for its improvement MRs, never the ticket's).
+    Empty: the case's project decides."""
+    key: str = ""
+    """Idempotency key: one event (workflow, case, channel, trigger kind and ts) is dispatched
+    once, however often a crashed run retries it. Derived from the trigger when it has a ts;
+    empty for a trigger without one (every such dispatch is new)."""
 
 
 @dataclass
@@ -68,6 +77,8 @@ class Dispatched:
     exit_code: int | None = None
     """Only for ``inline``: the workflow's own exit code."""
     detail: str = ""
+    duplicate: bool = False
+    """The same event was dispatched before (same ``key``): nothing new was written or started."""
 
 
 def choose_backend(configured: str | None = None) -> Backend:
@@ -91,12 +102,60 @@ def _systemd_available() -> bool:
     return probe.stdout.strip() in {"running", "degraded"}
 
 
+def idempotency_key(payload: Payload) -> str:
+    """``workflow|case|channel|trigger kind|trigger ts``; empty when the trigger has no ts."""
+    trigger = payload.trigger
+    if not trigger.ts:
+        return ""
+    return "|".join((payload.workflow, payload.case_id, payload.channel, trigger.kind, trigger.ts))
+
+
 def write_payload(payload: Payload) -> Path:
+    return write_payload_once(payload)[0]
+
+
+def write_payload_once(payload: Payload) -> tuple[Path, bool]:
+    """Write the payload under a name no other payload has; returns (path, existed).
+
+    ``<stamp>-<workflow>-<case_id>.json`` (CONTRACT §3). The stamp is the trigger's Slack ts
+    when it has one (else now), bumped by a microsecond past any name already taken: so two
+    dispatches under a pinned HARNESS_NOW never share a file, and a payload with a ``key`` is
+    found again under the same name (``existed``) instead of being written twice."""
     payload.created_at = payload.created_at or clock.now()
-    name = f"{clock.stamp()}-{payload.workflow}-{payload.case_id}.json"
-    path = paths.payloads_dir() / name
-    atomic_write_text(path, payload.model_dump_json(indent=2) + "\n")
-    return path
+    payload.key = payload.key or idempotency_key(payload)
+    base = _stamp_base(payload)
+    folder = paths.payloads_dir()
+    data = (payload.model_dump_json(indent=2) + "\n").encode()
+    for bump in range(100_000):
+        name = f"{clock.stamp(base + timedelta(microseconds=bump))}-{payload.workflow}-"
+        path = folder / f"{name}{payload.case_id}.json"
+        if not path.exists() and atomic_create_bytes(path, data):
+            return path, False
+        if payload.key and _key_of(path) == payload.key:
+            return path, True
+    raise StateError(f"no free payload name in {folder} for {payload.workflow}-{payload.case_id}")
+
+
+def _stamp_base(payload: Payload) -> datetime:
+    try:
+        return datetime.fromtimestamp(float(payload.trigger.ts), UTC)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return clock.now()
+
+
+def _key_of(path: Path) -> str:
+    try:
+        return str(Payload.model_validate_json(path.read_bytes()).key)
+    except (OSError, ValueError):
+        return ""
+
+
+def _started_marker(payload_file: Path) -> Path:
+    return payload_file.parent / ".started" / payload_file.name
+
+
+def _mark_started(payload_file: Path) -> None:
+    atomic_write_text(_started_marker(payload_file), clock.now().isoformat() + "\n")
 
 
 def load_payload(path: Path) -> Payload:
@@ -121,9 +180,24 @@ def command_line(workflow: str, payload_file: Path) -> list[str]:
 
 
 def dispatch(payload: Payload, *, backend: Backend | None = None) -> Dispatched:
-    """Write the payload, then start the workflow with the chosen backend."""
+    """Write the payload, then start the workflow with the chosen backend. Idempotent by the
+    payload's ``key``: a payload already written is not written again, and one already started
+    is not started again (for ``record`` writing it is the dispatch)."""
     chosen = backend or choose_backend()
-    payload_file = write_payload(payload)
+    payload_file, existed = write_payload_once(payload)
+    crash_point("dispatch.payload")
+    if existed and (chosen == "record" or _started_marker(payload_file).exists()):
+        event(log, "dispatch_duplicate", workflow=payload.workflow, case_id=payload.case_id,
+              key=payload.key, payload=str(payload_file))  # fmt: skip
+        return Dispatched(chosen, payload_file, started=False, detail="already", duplicate=True)
+    started = _start(payload, payload_file, chosen)
+    if started.started:
+        _mark_started(payload_file)
+    crash_point("dispatch.started")
+    return started
+
+
+def _start(payload: Payload, payload_file: Path, chosen: Backend) -> Dispatched:
     fields = {
         "workflow": payload.workflow,
         "case_id": payload.case_id,

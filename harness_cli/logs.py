@@ -57,7 +57,7 @@ class JsonLines(logging.Formatter):
         }
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
-            entry.update(fields)
+            entry.update({k: v for k, v in fields.items() if k != "_console"})
         if record.exc_info:
             entry["exc"] = redact(self.formatException(record.exc_info))
         return json.dumps(entry, default=str)
@@ -111,6 +111,12 @@ def event(logger: logging.Logger, name: str, level: int = logging.INFO, /, **fie
     logger.log(level, name, extra={"fields": fields})
 
 
+def _not_for_console(record: logging.LogRecord) -> bool:
+    """Events logged with ``_console=False`` go to the files only (their line is on stderr)."""
+    fields = getattr(record, "fields", None)
+    return not (isinstance(fields, dict) and fields.get("_console") is False)
+
+
 def setup_cli_logging(*, verbose: bool = False) -> None:
     """Install handlers once per process (the inline dispatcher re-enters the CLI)."""
     from harness_cli import paths
@@ -147,4 +153,5 @@ def setup_cli_logging(*, verbose: bool = False) -> None:
 
     console = _Stderr()
     console.setFormatter(TerminalLine(verbose=verbose) if sys.stderr.isatty() else JsonLines())
+    console.addFilter(_not_for_console)
     add(console, logging.DEBUG if verbose else logging.WARNING)

@@ -14,15 +14,49 @@ def home() -> Path:
 
 
 def config_dir() -> Path:
-    """``$HARNESS_CONFIG`` [``$HARNESS_HOME/agent-config``].
+    """``$HARNESS_CONFIG``, else ``$HARNESS_HOME/agent-config`` once ``harness init`` wrote it,
+    else ``./agent-config`` if present (CONTRACT §2), else ``$HARNESS_HOME/agent-config``.
 
-    Never the current directory: a harness run from cron, from a checkout's root (whose
-    ``agent-config/`` is the sandbox's example) or from wherever the operator stands must read
-    the same config. ``stray_config()`` names an ``./agent-config`` that is being ignored."""
+    A real install always has its own config (init writes it, the schedule names it in
+    HARNESS_CONFIG), so cron, a checkout's root (whose ``agent-config/`` is the sandbox's
+    example) and wherever the operator stands all read the same one; ``./agent-config`` is
+    only a fallback for a machine with no install, and using it is said in a warning line,
+    never silently. ``stray_config()`` names an ``./agent-config`` that is being ignored."""
     value = os.environ.get("HARNESS_CONFIG")
     if value:
         return Path(value).expanduser()
-    return home() / "agent-config"
+    installed = install_config_dir()
+    if installed.is_dir():
+        return installed
+    local = Path.cwd() / "agent-config"
+    if local.is_dir():
+        _warn_local_config(local)
+        return local
+    return installed
+
+
+def install_config_dir() -> Path:
+    """Where ``harness init`` writes the config and the schedule points: ``$HARNESS_CONFIG``
+    [``$HARNESS_HOME/agent-config``] — never the current directory."""
+    value = os.environ.get("HARNESS_CONFIG")
+    return Path(value).expanduser() if value else home() / "agent-config"
+
+
+_warned_local: set[Path] = set()
+
+
+def _warn_local_config(local: Path) -> None:
+    if local in _warned_local:
+        return
+    _warned_local.add(local)
+    import logging
+
+    logging.getLogger("harness.config").warning(
+        "using %s from the current directory: %s does not exist; `harness init` writes the "
+        "install's own config (or set HARNESS_CONFIG)",
+        local,
+        install_config_dir(),
+    )
 
 
 def stray_config() -> Path | None:

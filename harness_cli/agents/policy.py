@@ -63,6 +63,7 @@ ROLES: dict[str, Role] = {
     "consolidator": Role(bash=False, scope="case"),
     "dev-agent-plan": Role(bash=True, scope="worktree"),
     "dev-agent": Role(bash=True, scope="worktree"),
+    "push-healer-plan": Role(bash=False, scope="worktree"),
     "push-healer": Role(bash=True, scope="worktree"),
     "patch-suggester": Role(bash=True, scope="worktree"),
 }

@@ -3,6 +3,7 @@ per-(workflow, case) lock that makes a second concurrent start exit 3."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,12 +47,21 @@ def running(inv: Invocation) -> Iterator[Invocation]:
         from harness_cli.intake import pause
 
         kind = inv.payload.trigger.kind
-        if not pause.allow(kind, case_id=inv.case_id, detail=f"{inv.workflow} ({kind})"):
+        # Held work is replayed when the pause ends, as a new payload (this one has started).
+        again = inv.payload.model_copy(
+            update={"key": f"{inv.payload.key or uuid.uuid4().hex}|held"}
+        )
+        if not pause.allow(
+            kind,
+            case_id=inv.case_id,
+            detail=f"{inv.workflow} ({kind})",
+            payload=again.model_dump(mode="json", exclude={"created_at"}),
+        ):
             raise PolicyRefused(
                 f"{inv.workflow} on {inv.case_id} was triggered by {kind} and the harness is "
                 "paused",
-                hint=f"held back; after `harness resume` run `harness {inv.workflow} "
-                f"{inv.case_id}` if it is still wanted",
+                hint="held back: it runs by itself once the pause ends (`harness status` "
+                "lists it until then)",
             )
     with workflow_lock(inv.workflow, inv.case_id):
         yield inv

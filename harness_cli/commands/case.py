@@ -1,4 +1,5 @@
-"""harness case new|list|show|register-thread|close|migrate — the case registry by hand."""
+"""harness case new|list|show|register-thread|close|reopen|accept-checks|migrate — the case
+registry by hand."""
 
 from __future__ import annotations
 
@@ -150,12 +151,19 @@ def close(
 ) -> None:
     """Mark a case finished: its threads stop being polled."""
     from harness_cli.config import load_config
-    from harness_cli.workspace.registry import close_threads, update_case
+    from harness_cli.state import files
+    from harness_cli.workspace.registry import update_case
 
     cfg = load_config()
+    # Closing stops its threads' polling (registry.update_case, for every close path).
     with update_case(case_id, cfg.harness.thresholds, "closed") as case:
         moved = case.move("closed", by="operator", note=reason)
-    closed_threads = close_threads(case)
+    closed_threads = sum(
+        1
+        for handle in (files.oncall_thread_map(), files.task_thread_map())
+        for entry in handle.read().for_case(case_id)
+        if entry.closed
+    )
     if moved:
         from harness_cli.improvement.retrospective import write_retrospective
 
@@ -165,6 +173,37 @@ def close(
         result.changed.append(f"closed case {case_id}")
     else:
         result.skipped.append(f"case {case_id} is already closed")
+    emit(result)
+
+
+@app.command("reopen")
+def reopen(case_id: str = typer.Argument(..., help="The case id.")) -> None:
+    """Put a failed, escalated, stuck or closed case back for approval (`admin: task` then
+    runs the dev-agent again), or back to mr_open when its MR is still open."""
+    from harness_cli.config import load_config
+    from harness_cli.delivery.reopen import reopen_case
+
+    done = reopen_case(load_config(), case_id)
+    result = Result("case reopen", data={"case_id": case_id, "status": done.status})
+    (result.changed if done.changed else result.skipped).append(done.message)
+    emit(result)
+
+
+@app.command("accept-checks")
+def accept_checks(
+    case_id: str = typer.Argument(..., help="The case id."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Say what would be accepted; change nothing."
+    ),
+) -> None:
+    """Accept the change to the required checks in the case's newest acceptance run (the MR
+    stays a draft without it); the checks run again and the MR follows their result."""
+    from harness_cli.config import load_config
+    from harness_cli.delivery.reopen import accept_checks as accept
+
+    changed, message = accept(load_config(), case_id, dry_run=dry_run)
+    result = Result("case accept-checks", data={"case_id": case_id})
+    (result.changed if changed else result.skipped).append(message)
     emit(result)
 
 

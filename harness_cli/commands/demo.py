@@ -65,6 +65,7 @@ def demo(
             "summary": s,
             "wall_seconds": round(report.wall_seconds, 2),
             "emulator_seconds": round(report.emulator_seconds, 2),
+            "unsandboxed": report.unsandboxed,
         },
         columns=["case", "status", "MR", "pipelines", "replies", "tokens in/out (cached)"],
     )
@@ -80,6 +81,8 @@ def demo(
         ]
     ]
     result.messages.append(f"exit line: {s.get('exit', '-')}")
+    if report.unsandboxed:
+        result.messages.append(f"WARNING: {report.unsandboxed}")
     not_built = [step.name for step in report.steps if step.status == "not built"]
     if not_built:
         result.messages.append("not built yet: " + ", ".join(not_built))

@@ -27,6 +27,8 @@ def dev_agent(
 
     inv = _workflow.resolve("dev-agent", case, payload)
     args = dict(inv.payload.args) if inv.payload else {}
+    if inv.payload is not None and inv.payload.repo:
+        args["repo"] = inv.payload.repo
     chosen = mode or str(args.get("mode") or "")
     if not chosen:
         raise InputError("dev-agent needs --mode task|address_review|fix_ci")
@@ -40,5 +42,10 @@ def dev_agent(
         state = "ready" if mr.get("ready") else "draft"
         result.changed.append(f"MR {mr.get('web_url')} ({state})")
     pushed = "pushed" if outcome.get("pushed") else "nothing pushed"
-    result.messages.append(f"{chosen}: {outcome.get('state') or pushed}")
+    said = str(outcome.get("message") or f"{chosen}: {outcome.get('state') or pushed}")
+    if chosen == "task" and outcome.get("state") == "failed":
+        result.errors.append(said)  # the work failed: exit 1, and the case says so
+        result.exit_code = 1
+    else:
+        result.messages.append(said)
     emit(result)

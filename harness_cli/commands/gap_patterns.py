@@ -18,15 +18,21 @@ def gap_patterns(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the report; write nothing, hand nothing to finalize."
     ),
+    no_post: bool = typer.Option(
+        False, "--no-post", help="Do not DM the operator the summary of what is new."
+    ),
 ) -> None:
     """Cluster every case's gap reports (TF-IDF + agglomerative) and rank the clusters."""
     from harness_cli.config import load_config
+    from harness_cli.improvement import gap_patterns as gp
     from harness_cli.improvement.gap_patterns import render_markdown, report_path, run_gap_patterns
     from harness_cli.improvement.thresholds import thresholds_from
     from harness_cli.state.locks import hold
 
-    th = thresholds_from(load_config().harness)
+    cfg = load_config()
+    th = thresholds_from(cfg.harness)
     with hold("gap-patterns", timeout=0, what="gap-patterns"):
+        before = gp.fingerprint(gp.patterns_file().read())
         report = run_gap_patterns(th, write=not dry_run)
     data = report.model_dump(mode="json")
     if top:
@@ -39,4 +45,21 @@ def gap_patterns(
             f"{len(report.ranked())} recurring cluster(s) from {report.reports} reports → "
             f"{report_path()}" + (f"; for the next finalize: {', '.join(handed)}" if handed else "")
         )
+        if not no_post and report.ranked() and gp.fingerprint(report) != before:
+            _tell(cfg, gp.slack_summary(report), result)
     emit(result)
+
+
+def _tell(cfg: object, text: str, result: Result) -> None:
+    """The summary DM; Slack being unreachable does not fail the clustering (it is on disk)."""
+    from harness_cli.config import Config
+    from harness_cli.errors import HarnessError
+    from harness_cli.ops import notify
+    from harness_cli.services import factory
+
+    assert isinstance(cfg, Config)
+    try:
+        notify.dm(factory.outbound(cfg), cfg, "gap_patterns", text)
+        result.changed.append("told the operator what is new (self-DM)")
+    except HarnessError as exc:
+        result.messages.append(f"the summary DM was not sent: {exc.line()}")

@@ -57,7 +57,7 @@ def init(
 
     result = Result("init")
     home = paths.home()
-    config = paths.config_dir()
+    config = paths.install_config_dir()
     # Refuse a contradicting config before anything else is created.
     wanted = setup.Wanted(slack_user, self_dm, project, channel, jira_prefix, repo)
     written = setup.write_config(config, wanted, force=force)
@@ -72,6 +72,10 @@ def init(
     env = setup.write_env_file(paths.env_file())
     result.changed += env.changed
     result.skipped += env.skipped
+
+    from harness_cli.intake.bootstrap import mark_installed
+
+    mark_installed()  # older self-DM admin commands are history for this home, never re-run
 
     workspace = paths.workspace()
     if (workspace / ".git").exists():
@@ -174,7 +178,7 @@ def _systemd(result: Result, *, install: bool) -> dict[str, str]:
     from harness_cli.ops import schedule
     from harness_cli.state.store import atomic_write_text
 
-    home, config = paths.home(), paths.config_dir()
+    home, config = paths.home(), paths.install_config_dir()
     units = {name: _render(home, config, f"systemd/{name}") for name in schedule.UNITS}
     folder = schedule.systemd_dir()
     if not install:

@@ -28,4 +28,9 @@ def pause(
         raise InputError(str(exc), hint="e.g. harness pause 2h") from None
     result = Result("pause")
     result.changed.append(execute(local_context(), command))
+    from harness_cli.intake.pause import view
+
+    # the reply reads like a time ("until 14:30 UTC, in 29 min"); scripts get the instant
+    until = view().until
+    result.data = {"paused": True, "until": until.isoformat() if until else None}
     emit(result)

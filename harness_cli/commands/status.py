@@ -29,6 +29,10 @@ def status() -> None:
             "by": view.by,
             "held_back_total": view.held_back_total,
             "held_back": [h.model_dump(mode="json") for h in view.held_back],
+            "held_work": [
+                h.model_dump(mode="json", exclude={"payload", "schema_version"})
+                for h in view.held_work
+            ],
             "auto_monitor": {p: ctx.auto_monitor(p) for p in ctx.cfg.projects.projects},
             "last_24h": last_24h().to_json(),
         },

@@ -17,7 +17,6 @@ changed while the checks ran all give ``passed=False``.
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -28,36 +27,34 @@ import signal
 import subprocess
 import sys
 import time
-import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import __version__, clock
+from harness_cli.delivery.check_guard import DEFAULT_CHECK_PATHS, checks_changed, guard_verdict
 from harness_cli.errors import ConfigError, HarnessError, ServiceError
 from harness_cli.services.git import Git
 from harness_cli.state.store import atomic_write_text
 
+__all__ = [
+    "DEFAULT_CHECKS",
+    "DEFAULT_CHECK_PATHS",
+    "AcceptanceRecord",
+    "CheckRun",
+    "accepts_head",
+    "checks_changed",
+    "is_valid_for",
+    "latest_record",
+    "required_checks",
+    "run_acceptance",
+]
+
 CHECKS_KEY = "required_checks"
 """The optional projects.yaml key (per project) listing the commands acceptance runs."""
 DEFAULT_CHECKS = ("python -m pytest -q",)
-DEFAULT_CHECK_PATHS = (
-    "tests/",
-    "test/",
-    "*conftest.py",
-    "pytest.ini",
-    "tox.ini",
-    "setup.cfg",
-    "noxfile.py",
-    ".gitlab-ci.yml",
-    ".github/workflows/",
-    "pyproject.toml#tool.pytest",
-)
-"""What the default checks depend on. ``dir/`` is a prefix, a glob matches the whole path, and
-``file#a.b`` means only the TOML table ``[a.b]`` of that file."""
 TAIL_CHARS = 4000
 _NOISE_PARTS = frozenset(
     {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".venv"}
@@ -111,6 +108,15 @@ class AcceptanceRecord(BaseModel):
     """Why it did not pass, in one line; empty when it did."""
     started_at: datetime
     finished_at: datetime
+    base_sha: str = ""
+    """The branch's base, against which changes to the checks were looked for (empty: not
+    looked for)."""
+    checks_changed: list[str] = Field(default_factory=list)
+    """What the required checks run that this change edits (:mod:`check_guard`)."""
+    checks_digest: str = ""
+    """The digest of exactly that change, which the operator's OK names."""
+    checks_approved: bool = False
+    """The operator accepted exactly that change; only then may ``passed`` be true with it."""
 
 
 def required_checks(project: object) -> list[str]:
@@ -257,11 +263,18 @@ def _verdict(checks: list[CheckRun], changed_during: bool) -> str:
 
 
 def run_acceptance(
-    worktree: Path, checks: list[str], case_dir: Path, *, timeout_s: float = 600
+    worktree: Path,
+    checks: list[str],
+    case_dir: Path,
+    *,
+    timeout_s: float = 600,
+    base_sha: str | None = None,
+    approved: Collection[str] = (),
 ) -> AcceptanceRecord:
     """Run every check in ``worktree`` (each up to ``timeout_s``), record the result durably in
     ``<case_dir>/acceptance/`` and return it. Every check runs even after one fails, so the
-    record shows the whole picture."""
+    record shows the whole picture. ``base_sha``: fail closed when the change edits what the
+    checks run, unless ``approved`` holds the digest of exactly that change."""
     worktree = Path(worktree).resolve()
     case_dir = Path(case_dir)
     excluded: list[str] = []
@@ -272,6 +285,9 @@ def run_acceptance(
     runs = [_run_check(command, worktree, timeout_s) for command in checks]
     after = snapshot(worktree, excluded=excluded)
     reason = _verdict(runs, after[:2] != (head, digest))
+    guard = guard_verdict(worktree, base_sha, checks, approved) if base_sha else None
+    if guard is not None and guard.blocks and not reason:
+        reason = guard.reason()
     record = AcceptanceRecord(
         worktree=str(worktree),
         head_sha=head,
@@ -284,6 +300,10 @@ def run_acceptance(
         reason=reason,
         started_at=started_at,
         finished_at=clock.now(),
+        base_sha=base_sha or "",
+        checks_changed=guard.changed if guard else [],
+        checks_digest=guard.digest if guard else "",
+        checks_approved=bool(guard and guard.approved),
     )
     _write(record, case_dir)
     return record
@@ -330,56 +350,3 @@ def accepts_head(record: AcceptanceRecord | None, head_sha: str) -> bool:
         and record.head_sha == head_sha
         and not record.dirty_paths
     )
-
-
-# -- what the checks depend on ----------------------------------------------------------------
-def _matches(pattern: str, path: str) -> bool:
-    if pattern.endswith("/"):
-        return path.startswith(pattern)
-    if any(ch in pattern for ch in "*?["):
-        return fnmatch.fnmatchcase(path, pattern)
-    return path == pattern
-
-
-def _table(text: str | None, dotted: str) -> Any:
-    if text is None:
-        return None
-    try:
-        node: Any = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return text  # unparseable: compare the raw text, so any edit shows
-    for key in dotted.split("."):
-        node = node.get(key) if isinstance(node, dict) else None
-    return node
-
-
-def checks_changed(
-    worktree: Path, base_sha: str, check_paths: Iterable[str] = DEFAULT_CHECK_PATHS
-) -> list[str]:
-    """Paths the required checks depend on that differ from ``base_sha`` — committed,
-    uncommitted or untracked — for the operator to approve before a pass is trusted."""
-    git = Git(Path(worktree))
-    changed = set(git.run("diff", "--name-only", "-z", "--no-renames", base_sha).split("\0"))
-    changed |= set(_untracked(git, ()))
-    changed.discard("")
-    flagged: set[str] = set()
-    for pattern in check_paths:
-        if "#" in pattern:
-            file, _, dotted = pattern.partition("#")
-            if file in changed and _section_differs(git, Path(worktree), base_sha, file, dotted):
-                flagged.add(pattern)
-            continue
-        flagged.update(p for p in changed if _matches(pattern, p))
-    return sorted(flagged)
-
-
-def _section_differs(git: Git, worktree: Path, base_sha: str, file: str, dotted: str) -> bool:
-    try:
-        before: str | None = git.run("show", f"{base_sha}:{file}")
-    except HarnessError:
-        before = None
-    try:
-        now: str | None = (worktree / file).read_text(encoding="utf-8")
-    except OSError:
-        now = None
-    return bool(_table(before, dotted) != _table(now, dotted))

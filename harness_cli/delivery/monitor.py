@@ -7,11 +7,16 @@ scaling the polling itself proved the hard part." So a cycle is incremental:
   (``updated_after``, which is "on or after": the cursor sits at the newest ``updated_at``
   seen, less a small lag, and an MR listed again with the ``updated_at`` already handled is
   skipped by value, so nothing is skipped at equal timestamps and nothing is done twice);
+- per project, one listing of the pipelines changed since the project's pipeline cursor: a
+  pipeline re-run on an unchanged MR (a new pipeline id, the same sha), a retry or a pipeline
+  that finished touches no MR, and is seen on the next cycle, not hours later;
+- per target branch, its head: a push there can make open MRs conflict without touching them,
+  so when it moved, the open MRs targeting it are listed once with their merge status
+  (``with_merge_status_recheck``) and those whose status changed are examined;
 - only changed MRs cost further calls (the MR, its discussions; the failed job's log when a
   fix is dispatched), plus the few that must be re-read whatever their ``updated_at``: new or
-  adopted, ``admin: mr rescan``, work left pending, a pipeline still running (its end does not
-  touch the MR), and a bounded few not examined for hours (a conflicting push to the target
-  branch does not touch the MR either);
+  adopted, ``admin: mr rescan``, work left pending or held, a dev-agent result to act on, a
+  pipeline still running, and a bounded few not examined for hours (a safety net);
 - a project's cursor moves only once its listing was handled completely, so a cycle cut short
   by rate limits or a crash resumes where it stopped;
 - an MR (or project) GitLab answers 404 for in ``drop_after_not_found_cycles`` cycles in a row
@@ -27,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from harness_cli import clock
 from harness_cli.delivery import monitor_decide as decide
@@ -41,6 +46,13 @@ from harness_cli.delivery.monitor_act import (
     finish,
 )
 from harness_cli.delivery.monitor_examine import Examination
+from harness_cli.delivery.monitor_watch import (
+    format_stamp,
+    parse_stamp,
+    pipelines_changed,
+    settle,
+    targets_moved,
+)
 from harness_cli.errors import HarnessError
 from harness_cli.intake import pause
 from harness_cli.logs import event
@@ -96,7 +108,18 @@ def _poll_project(
     stale_left: list[int],
 ) -> None:
     now = clock.now()
-    forced = [k for k, e in entries.items() if _forced_reason(e, paused)]
+    th = ctx.thresholds
+    forced = [
+        k
+        for k, e in entries.items()
+        if _forced_reason(e, paused)
+        and (
+            _forced_reason(e, paused) != "held notes"
+            or decide.review_round_allowed(
+                e, now, budget=th.review_round_budget, window_hours=th.review_round_window_hours
+            )
+        )
+    ]
     stale = _stale(ctx, entries, forced, now, stale_left)
     cursor = cursor or _min_seen(entries.values(), 0.0)
     listed: dict[int, MergeRequest] = {}
@@ -116,8 +139,11 @@ def _poll_project(
         for k, e in entries.items()
         if k not in forced and e.iid in listed and listed[e.iid].updated_at != e.seen_updated_at
     ]
+    skip = {*forced, *changed}
+    pipes = pipelines_changed(ctx, project, entries, skip, cursor)
+    targets = targets_moved(ctx, project, entries, skip | set(pipes.keys))
     complete = True
-    for key in dict.fromkeys([*forced, *changed, *stale]):
+    for key in dict.fromkeys([*forced, *changed, *pipes.keys, *targets.keys, *stale]):
         if ctx.over_budget():
             raise EndCycle(f"cycle budget spent at {key}")
         entry = files.monitored_mrs().read().mrs.get(key)  # fresh: admin may have changed it
@@ -132,6 +158,7 @@ def _poll_project(
             _error(ctx, key, exc)
     if complete:
         _move_cursor(project, cursor, listed, ctx.thresholds.cursor_lag_seconds)
+        settle(project, pipes, targets, ctx.thresholds.cursor_lag_seconds)
 
 
 def _forced_reason(entry: MonitoredMr, paused: bool) -> str:
@@ -146,8 +173,12 @@ def _forced_reason(entry: MonitoredMr, paused: bool) -> str:
         return "resumed"
     if entry.pending and not paused:
         return "pending"
+    if entry.held and not entry.paused and not paused:
+        return "held notes"
+    if entry.fix_result is not None and entry.fix_result.id != entry.fix_result_seen:
+        return "dev-agent result"
     if entry.ci_status in decide.ACTIVE_PIPELINE:
-        return "pipeline running"
+        return "pipeline running"  # its end is in the pipeline listing too; this is cheap
     if entry.merge_status in decide.TRANSIENT_MERGE_STATUSES:
         return "merge status"
     return ""
@@ -171,19 +202,11 @@ def _stale(
     return chosen
 
 
-def _parse(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(UTC)
-
-
-def _format(at: datetime) -> str:
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
 def _min_seen(entries: Iterable[MonitoredMr], lag: float) -> str | None:
     """A project's first cursor: the oldest ``updated_at`` any of its MRs was examined at
     (every later change has a later timestamp). None while none was examined yet."""
-    seen = [_parse(e.seen_updated_at) for e in entries if e.seen_updated_at]
-    return _format(min(seen) - timedelta(seconds=lag)) if seen else None
+    seen = [parse_stamp(e.seen_updated_at) for e in entries if e.seen_updated_at]
+    return format_stamp(min(seen) - timedelta(seconds=lag)) if seen else None
 
 
 def _move_cursor(
@@ -191,8 +214,8 @@ def _move_cursor(
 ) -> None:
     with files.monitored_mrs().update() as state:
         if listed:
-            newest = max(_parse(m.updated_at) for m in listed.values() if m.updated_at)
-            old = _parse(cursor) if cursor is not None else None
+            newest = max(parse_stamp(m.updated_at) for m in listed.values() if m.updated_at)
+            old = parse_stamp(cursor) if cursor is not None else None
             # The lag covers an update whose transaction committed after a later one was
             # listed; once a listing starting ``lag`` before ``newest`` found nothing newer,
             # that window has been read twice and the cursor may close up to ``newest``.
@@ -200,7 +223,7 @@ def _move_cursor(
             target = newest if settled else newest - timedelta(seconds=lag)
             if old is not None:
                 target = max(target, old)
-            state.cursors[project] = _format(target)
+            state.cursors[project] = format_stamp(target)
         elif cursor is not None:
             state.cursors[project] = cursor
         else:

@@ -20,11 +20,12 @@ from harness_cli.config import Config
 from harness_cli.delivery.monitor_thresholds import MonitorThresholds
 from harness_cli.errors import HarnessError, InputError, LockHeld, ServiceError, StateConflict
 from harness_cli.logs import event
+from harness_cli.ops import notify
 from harness_cli.ops.outbound import Outbound
 from harness_cli.services.gitlab import GitLab, MergeRequest
 from harness_cli.state import files
 from harness_cli.state.locks import hold
-from harness_cli.state.models import MonitoredMr, ThreadEntry
+from harness_cli.state.models import MonitoredMr
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import TRANSITIONS
@@ -100,23 +101,10 @@ def case_dir_of(entry: MonitoredMr) -> str:
     return entry.case_dir or str(registry.case_dir(entry.case_id).resolve())
 
 
-def case_thread(case_id: str) -> ThreadEntry | None:
-    """The case's own thread in the operator's self-DM, if it has one."""
-    for handle in (files.oncall_thread_map(), files.task_thread_map()):
-        for entry in handle.read().for_case(case_id):
-            if entry.role == "case_thread" and not entry.evicted:
-                return entry
-    return None
-
-
 def dm(ctx: MonitorCtx, case_id: str | None, text: str) -> None:
     """One message to the operator: in the case thread when there is one, else top-level in
     the self-DM (the only place the harness speaks)."""
-    thread = case_thread(case_id) if case_id else None
-    if thread is not None:
-        ctx.out.post(thread.channel, text, thread_ts=thread.thread_ts)
-    else:
-        ctx.out.post(ctx.cfg.harness.operator.self_dm_channel, text)
+    notify.dm(ctx.out, ctx.cfg, "mr_monitor", text, case_id=case_id)
 
 
 def dev_agent_busy(case_id: str) -> bool:
@@ -134,7 +122,7 @@ def start_dev_agent(
 ) -> bool:
     """Dispatch the dev-agent; False when the backend refused to start it (systemd already
     runs that unit), so the caller keeps the work for the next cycle."""
-    thread = case_thread(entry.case_id)
+    thread = registry.case_thread(entry.case_id)
     payload = dispatch.Payload(
         workflow="dev-agent",
         case_id=entry.case_id,
@@ -143,6 +131,7 @@ def start_dev_agent(
         thread_ts=thread.thread_ts if thread else "",
         trigger=trigger,
         args=args,
+        repo=entry.project,
     )
     started = dispatch.dispatch(payload, backend=ctx.backend)
     return started.started or started.backend == "record"
@@ -165,10 +154,13 @@ def finish(ctx: MonitorCtx, key: str, entry: MonitoredMr, mr: MergeRequest) -> N
         for k, e in files.monitored_mrs().read().mrs.items()
         if k != key and e.case_id == entry.case_id and e.state == "opened"
     ]
-    removed = [] if others else remove_worktrees(entry.case_id)
+    same_repo = [k for k in others if k.rsplit("!", 1)[0] == entry.project]
+    removed = [] if same_repo else remove_worktrees(entry.case_id, entry.project)
     case_line = _move_case(ctx, key, entry, mr, others)
     _mark_patch_pr(entry.case_id, mr)
     retrospective_hook(ctx.cfg, entry.case_id, key)  # "at case end (merged, closed …)"
+    if not others:
+        consolidate_hook(ctx, entry, mr)
     verb = "merged" if merged else "closed without merging"
     parts = [f"{key} {verb}.", case_line]
     if removed:
@@ -180,15 +172,39 @@ def finish(ctx: MonitorCtx, key: str, entry: MonitoredMr, mr: MergeRequest) -> N
     ctx.report.finished.append(f"{key} {mr.state}")
 
 
-def remove_worktrees(case_id: str) -> list[Path]:
-    """The case's worktree goes once its last MR is merged or closed."""
+def remove_worktrees(case_id: str, project: str) -> list[Path]:
+    """The case's worktree of that repository goes once its last MR there is merged or closed
+    (the ticket's and the improvement MR's worktrees end separately)."""
     from harness_cli.delivery import worktrees
 
+    removed: list[Path] = []
+    for key in worktrees.keys_for_case(case_id, project):
+        try:
+            removed += worktrees.remove_for_case(key)
+        except HarnessError as exc:  # the MR's end is still recorded; the stale pruner retries
+            event(log, "worktree_remove_failed", logging.WARNING, case_id=case_id, error=exc.line())
+    return removed
+
+
+def consolidate_hook(ctx: MonitorCtx, entry: MonitoredMr, mr: MergeRequest) -> None:
+    """ "A review thread that just closed" is one of consolidate_trigger's four signals: the
+    case's last MR ended, so TASK.md is consolidated now (the workflow decides whether there
+    is anything to fold in; a failure to start it is logged, never a reason to keep the MR)."""
+    kind = "mr_merged" if mr.state == "merged" else "mr_closed"
+    thread = registry.case_thread(entry.case_id)
+    payload = dispatch.Payload(
+        workflow="consolidate",
+        case_id=entry.case_id,
+        case_dir=case_dir_of(entry),
+        channel=thread.channel if thread else "",
+        thread_ts=thread.thread_ts if thread else "",
+        trigger=dispatch.Trigger(kind=kind, ts=mr.updated_at),
+    )
     try:
-        return worktrees.remove_for_case(case_id)
-    except HarnessError as exc:  # the MR's end is still recorded; the stale pruner retries
-        event(log, "worktree_remove_failed", logging.WARNING, case_id=case_id, error=exc.line())
-        return []
+        dispatch.dispatch(payload, backend=ctx.backend)
+    except HarnessError as exc:
+        event(log, "consolidate_dispatch_failed", logging.WARNING, case_id=entry.case_id,
+              error=exc.line())  # fmt: skip
 
 
 def retrospective_hook(cfg: Config, case_id: str, key: str) -> None:
@@ -282,6 +298,7 @@ def adopt(ctx: MonitorCtx, key: str, case_id: str) -> tuple[bool, str]:
             source_branch=mr.source_branch,
             last_sha=mr.sha,
             state=mr.state,
+            adopted=True,
         )
     with registry.update_case(case.id, ctx.cfg.harness.thresholds, f"watch MR {key}") as c:
         if not any(m.project == project and m.iid == mr.iid for m in c.mrs):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from harness_cli.services.gitlab import Discussion, Note
@@ -82,7 +83,11 @@ CiVerdict = Literal["none", "running", "seen", "green", "other", "not_new", "fix
 
 
 def ci_verdict(
-    entry: MonitoredMr, pipeline: dict[str, Any] | None, *, max_consecutive: int
+    entry: MonitoredMr,
+    pipeline: dict[str, Any] | None,
+    *,
+    max_consecutive: int,
+    retry_noop: bool = False,
 ) -> CiVerdict:
     """What the head pipeline means for the fix-ci loop.
 
@@ -92,12 +97,18 @@ def ci_verdict(
       pushed nothing — "is not a new failure" (the 80 no-op "fix CI" commits);
     - ``fix`` while fewer than ``max_consecutive`` attempts ran in a row, then ``escalate``
       ("three consecutive failures escalate to the operator").
+
+    ``retry_noop``: the last attempt on this very pipeline changed nothing. "A no-op CI fix
+    counts as a failed attempt toward the 3": the same red pipeline is fixed again, or
+    escalated once the attempts are spent — never left red in silence.
     """
     if not pipeline:
         return "none"
     status = str(pipeline.get("status") or "")
     if status in ACTIVE_PIPELINE:
         return "running"
+    if retry_noop and status == "failed":
+        return "escalate" if entry.fix_ci_attempts >= max_consecutive else "fix"
     if int(pipeline.get("id") or 0) == entry.last_pipeline_id:
         return "seen"
     if status == "success":
@@ -116,13 +127,18 @@ RecoverVerdict = Literal["none", "wait", "seen", "recover", "escalate"]
 
 
 def recover_verdict(
-    entry: MonitoredMr, merge_status: str, sha: str, *, max_consecutive: int
+    entry: MonitoredMr,
+    merge_status: str,
+    sha: str,
+    *,
+    max_consecutive: int,
+    has_conflicts: bool = False,
 ) -> RecoverVerdict:
-    """``conflict`` / ``need_rebase`` → the push recovery, once per MR sha, at most
-    ``max_consecutive`` times in a row before the operator is asked."""
-    if merge_status in TRANSIENT_MERGE_STATUSES:
+    """``conflict`` / ``need_rebase`` (or ``has_conflicts``) → the push recovery, once per MR
+    sha, at most ``max_consecutive`` times in a row before the operator is asked."""
+    if merge_status in TRANSIENT_MERGE_STATUSES and not has_conflicts:
         return "wait"
-    if merge_status not in RECOVER_STATUSES:
+    if merge_status not in RECOVER_STATUSES and not has_conflicts:
         return "none"
     if sha and sha == entry.last_recover_sha:
         return "seen"
@@ -142,3 +158,39 @@ def failed_job(jobs: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def tail(text: str, lines: int) -> str:
     return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+
+
+def review_round_allowed(
+    entry: MonitoredMr, now: datetime, *, budget: int, window_hours: float
+) -> bool:
+    """Whether another address_review round fits the MR's review round budget."""
+    since = now - timedelta(hours=window_hours)
+    return len([t for t in entry.review_rounds if t > since]) < budget
+
+
+def rounds_in_window(entry: MonitoredMr, now: datetime, window_hours: float) -> list[datetime]:
+    since = now - timedelta(hours=window_hours)
+    return sorted(t for t in entry.review_rounds if t > since)
+
+
+def touched_by_pipelines(
+    entries: Iterable[tuple[str, MonitoredMr]], pipelines: Iterable[dict[str, Any]]
+) -> list[str]:
+    """MRs whose head pipeline is new or changed in a pipeline listing: a re-run (a new
+    pipeline on the same sha), a retry, a pipeline that finished — none touches the MR."""
+    found: list[str] = []
+    pipelines = list(pipelines)
+    for key, entry in entries:
+        refs = {entry.source_branch, f"refs/merge-requests/{entry.iid}/head"}
+        for p in pipelines:
+            if str(p.get("ref") or "") not in refs:
+                continue
+            if entry.last_sha and str(p.get("sha") or "") != entry.last_sha:
+                continue  # an older sha's pipeline, or a push (which touches the MR anyway)
+            if (
+                int(p.get("id") or 0) != entry.head_pipeline_id
+                or str(p.get("status") or "") != entry.ci_status
+            ):
+                found.append(key)
+                break
+    return found

@@ -7,10 +7,12 @@ runs under a per-case lock and a second one would exit 3 with its event lost. Wh
 dispatched now (second in line, dev-agent busy, held back by the pause) leaves the MR
 ``pending`` and unrecorded, so the next cycle finds it again.
 
-Three gates, in this order: the per-MR pause (``admin: mr pause`` — and an escalation) mutes
-the MR: what arrives meanwhile is recorded as seen and never answered automatically; the
-global pause holds automatic work back and keeps it for after the pause; ``admin: mr rescan``
-is the operator's own intent, so its dispatches pass the global pause.
+Four gates, in this order: the per-MR pause (``admin: mr pause`` — and an escalation) mutes
+the MR: CI events meanwhile are recorded as seen, reviewer notes are *held* — none is marked
+handled, and each is answered once after ``mr resume`` / ``mr rescan``; the global pause holds
+automatic work back and keeps it for after the pause; the review round budget holds notes past
+a few rounds a day (one notice on the MR, one DM); ``admin: mr rescan`` is the operator's own
+intent, so its dispatches pass the global pause and the budget.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from harness_cli import clock
 from harness_cli.delivery import monitor_decide as decide
+from harness_cli.delivery import monitor_notices as notices
 from harness_cli.delivery.monitor_act import (
     MonitorCtx,
     call,
@@ -56,6 +59,11 @@ _OWNED = (
     "escalated",
     "handled_notes",
     "pending",
+    "target_branch",
+    "held",
+    "review_rounds",
+    "review_budget_noticed",
+    "fix_result_seen",
 )
 """The fields mr-monitor writes; ``paused`` and ``rescan_requested`` belong to the operator's
 admin commands and are written only when this examination changed them."""
@@ -91,6 +99,7 @@ class Examination:
         self.pipeline: dict[str, Any] = dict(mr.head_pipeline or {})
         self.max = ctx.thresholds.fix_ci_max_consecutive
         self._attempt: FixAttempt | None = None
+        self._job_name = ""
 
     @property
     def pipeline_id(self) -> int:
@@ -103,11 +112,15 @@ class Examination:
         full = (
             self.rescan
             or self.before.pending
+            or (self.before.held and not w.paused)
             or not self.before.seen_updated_at
             or self.mr.updated_at != self.before.seen_updated_at
         )
         w.pending = False
+        if not w.paused:
+            w.held = False  # set again below if notes must wait for the review budget
         w.state, w.last_sha = self.mr.state, self.mr.sha or w.last_sha
+        w.target_branch = self.mr.target_branch
         w.merge_status = self.mr.detailed_merge_status
         w.head_pipeline_id = self.pipeline_id
         w.ci_status = str(self.pipeline.get("status") or "")
@@ -131,8 +144,13 @@ class Examination:
     def _decide(self, full: bool) -> list[Action]:
         w, mr = self.work, self.mr
         actions: list[Action] = []
+        retry_noop = self._fix_result()
         recover = decide.recover_verdict(
-            w, mr.detailed_merge_status, mr.sha, max_consecutive=self.max
+            w,
+            mr.detailed_merge_status,
+            mr.sha,
+            max_consecutive=self.max,
+            has_conflicts=mr.has_conflicts,
         )
         if recover == "none":
             w.recover_attempts = 0
@@ -140,8 +158,10 @@ class Examination:
             actions.append(Action("recover", trigger="ci_event"))
         elif recover == "escalate":
             actions.append(Action("escalate_recover"))
-        conflicted = mr.detailed_merge_status in decide.RECOVER_STATUSES
-        verdict = decide.ci_verdict(w, self.pipeline, max_consecutive=self.max)
+        conflicted = mr.detailed_merge_status in decide.RECOVER_STATUSES or mr.has_conflicts
+        verdict = decide.ci_verdict(
+            w, self.pipeline, max_consecutive=self.max, retry_noop=retry_noop
+        )
         if verdict == "green":
             w.last_pipeline_id = self.pipeline_id
             w.fix_ci_attempts, w.fix_attempts = 0, []  # "a green pipeline resets the count"
@@ -168,14 +188,35 @@ class Examination:
         order = ("escalate_ci", "escalate_recover", "recover", "fix_ci", "address_review")
         return sorted(actions, key=lambda a: order.index(a.kind))
 
+    def _fix_result(self) -> bool:
+        """What the last fix_ci run reported, once: its outcome goes into the attempt record,
+        and a run that changed nothing on this very pipeline asks for the next attempt (or the
+        escalation). A run whose push ended in L3 already told the operator: the MR is then
+        escalated without a second DM; so is one that failed outright (its reason went out)."""
+        w, result = self.work, self.work.fix_result
+        if result is None or result.id == w.fix_result_seen:
+            return False
+        w.fix_result_seen = result.id
+        if w.fix_attempts and result.pipeline_id in (0, w.fix_attempts[-1].pipeline_id):
+            w.fix_attempts[-1].outcome, w.fix_attempts[-1].summary = result.outcome, result.summary
+        if result.outcome in ("push_failed", "not_recovered", "failed"):
+            w.escalated = w.paused = True
+            return False
+        return result.outcome == "no_change" and result.pipeline_id == self.pipeline_id
+
     # -- acting -------------------------------------------------------------------------------
     def _act(self, actions: list[Action]) -> None:
         dispatched = False
         busy: bool | None = None
         for action in actions:
             if self.work.paused:
-                self._record(action)
+                if action.kind == "address_review":
+                    self.work.held = True  # answered after mr resume / rescan, once each
+                else:
+                    self._record(action)
                 self.ctx.report.muted.append(f"{action.kind} {self.key}")
+                continue
+            if action.kind == "address_review" and not self._within_review_budget():
                 continue
             if action.kind.startswith("escalate"):
                 self._escalate(action)
@@ -197,28 +238,60 @@ class Examination:
                 self.ctx.report.deferred.append(f"{action.kind} {self.key}")
                 continue
             dispatched = True
+            if action.kind == "address_review":
+                self.work.review_rounds = [
+                    *decide.rounds_in_window(
+                        self.work, clock.now(), self.ctx.thresholds.review_round_window_hours
+                    ),
+                    clock.now(),
+                ]
+                if not self.rescan:  # the operator's own round does not re-arm the notice
+                    self.work.review_budget_noticed = False
             self._record(action)
             self._save()
             self.ctx.report.dispatched.append(f"dev-agent {action.kind} {self.key}")
             event(log, "mr_dispatch", mr=self.key, case_id=self.work.case_id, mode=action.kind)
 
+    def _within_review_budget(self) -> bool:
+        """#21: "11 reviewer notes gave 10 address_review runs and 10 replies — a bot-vs-bot
+        review loop would run for ever." Past the budget: held, one notice, one DM."""
+        th, w = self.ctx.thresholds, self.work
+        if self.rescan or decide.review_round_allowed(
+            w, clock.now(), budget=th.review_round_budget, window_hours=th.review_round_window_hours
+        ):
+            return True
+        w.held = True
+        self.ctx.report.muted.append(f"review budget {self.key}")
+        if not w.review_budget_noticed:
+            notices.review_budget_spent(self.ctx, self.key, w, self.mr)
+            w.review_budget_noticed = True
+        return False
+
     def _args(self, action: Action) -> dict[str, Any]:
+        where = {"mr": self.key, "branch": self.mr.source_branch}
         if action.kind == "address_review":
             ids = [r.discussion_id for r in action.reviews]
-            return {"mode": "address_review", "mr": self.key, "discussions": ids}
+            notes = {r.discussion_id: r.note_id for r in action.reviews}
+            return {"mode": "address_review", **where, "discussions": ids, "notes": notes}
         if action.kind == "recover":
-            return {"mode": "fix_ci", "mr": self.key, "merge_status": self.mr.detailed_merge_status}
+            return {
+                "mode": "fix_ci",
+                **where,
+                "merge_status": self.mr.detailed_merge_status or "conflict",
+                "target_branch": self.mr.target_branch,
+            }
         job_id, path = self._fetch_trace()
         self._attempt = FixAttempt(
             pipeline_id=self.pipeline_id,
             sha=str(self.pipeline.get("sha") or ""),
             job_id=job_id,
+            job=self._job_name,
             trace_file=path,
             at=clock.now(),
         )
         return {
             "mode": "fix_ci",
-            "mr": self.key,
+            **where,
             "pipeline_id": self.pipeline_id,
             "trace_file": path,
         }
@@ -237,6 +310,7 @@ class Examination:
             text = f"pipeline {pid} failed, but none of its {len(jobs)} job(s) reports failed\n"
             return 0, str(save_trace(self.work, pid, 0, text))
         job_id = int(job["id"])
+        self._job_name = str(job.get("name") or "")
         text = call(self.ctx, lambda: gl.job_trace(project, job_id), missing_is_gone=False)
         return job_id, str(save_trace(self.work, pid, job_id, text))
 
@@ -268,7 +342,7 @@ class Examination:
             text = (
                 f"{self.key}: still `{self.mr.detailed_merge_status}` against "
                 f"`{self.mr.target_branch}` after {self.work.recover_attempts} push recovery "
-                f"run(s). {self.mr.web_url}\n{_rearm_hint(self.key)}"
+                f"run(s). {self.mr.web_url}\n{notices.rearm_hint(self.key)}"
             )
         dm(self.ctx, self.work.case_id, text)
         self._record(action)
@@ -279,22 +353,9 @@ class Examination:
         event(log, "mr_escalated", logging.WARNING, mr=self.key, case_id=self.work.case_id)
 
     def _ci_escalation_text(self, trace_file: str) -> str:
-        w = self.work
-        lines = [
-            f"{self.key}: CI is still red after {len(w.fix_attempts) or w.fix_ci_attempts} "
-            f"fix attempt(s) in a row; I stopped fixing it. {self.mr.web_url}",
-            "Attempts:",
-        ]
-        for n, a in enumerate(w.fix_attempts, 1):
-            lines.append(f"{n}. pipeline #{a.pipeline_id} on {a.sha[:8]} — log {a.trace_file}")
-        lines.append(f"Now: pipeline #{self.pipeline_id} on {str(self.pipeline.get('sha'))[:8]}")
-        try:
-            with open(trace_file, encoding="utf-8") as handle:
-                log_tail = decide.tail(handle.read(), self.ctx.thresholds.trace_tail_lines)
-        except OSError:
-            log_tail = "(no log)"
-        lines += [f"Last lines of {trace_file}:", f"```\n{log_tail}\n```", _rearm_hint(self.key)]
-        return "\n".join(lines)
+        return notices.ci_escalation(
+            self.ctx, self.key, self.work, self.mr, self.pipeline, self._job_name, trace_file
+        )
 
     def _rearm(self, *, forget: bool) -> None:
         w = self.work
@@ -318,11 +379,3 @@ class Examination:
                 current.paused = self.work.paused
             if self.rescan and not self.work.rescan_requested:
                 current.rescan_requested = False
-
-
-def _rearm_hint(key: str) -> str:
-    return (
-        f"Automatic fixes and replies on this MR are paused until you act: "
-        f"`admin: mr resume {key}` (new failures are fixed again) or `admin: mr rescan {key}` "
-        f"(one fresh attempt now)."
-    )

@@ -52,6 +52,14 @@ class MonitorThresholds(BaseModel):
     trace_tail_lines: int = Field(40, ge=1)
     """Lines of the failed job's log quoted in the escalation DM (the whole log is in the
     case's ``ci/`` folder)."""
+    review_round_budget: int = Field(4, ge=1)
+    """"A bot-vs-bot review loop (another agent reviewing ours) would run for ever": at most
+    this many address_review rounds per MR within ``review_round_window_hours`` — "a few
+    rounds per day". Past it the harness stops replying, says so once on the MR and DMs the
+    operator once; the notes are held (never dropped) until the window frees a round or the
+    operator asks (``admin: mr rescan``)."""
+    review_round_window_hours: float = Field(24.0, gt=0)
+    """The window the review round budget counts in."""
     ignored_authors: list[str] = Field(default_factory=list)
     """GitLab usernames whose notes never trigger a reply (other bots, linters, bridges), on top
     of the harness's own account, system notes and bot-named accounts — "reviewers who are not

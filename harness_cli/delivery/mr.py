@@ -7,7 +7,10 @@
   raises :class:`StyleRejected` and nothing reaches GitLab. The MR is a Draft unless a passing
   acceptance record exists for exactly the pushed head, and it is marked ready only then. A
   second submission for the same branch adopts the open MR (GitLab's 409) and updates it.
-- :func:`reply_gate`: a reviewer hears "Done, updated" only when the push exited 0.
+- The proof of work in the description is the harness's, from the acceptance record of the
+  head (:mod:`harness_cli.delivery.proof`); the model's own command blocks are dropped.
+- An MR the harness did not open (``mr-monitor --watch``) keeps its human title and
+  description: the proof of work goes into a note instead.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 
 from harness_cli.config import Thresholds
 from harness_cli.delivery.acceptance import AcceptanceRecord, accepts_head
+from harness_cli.delivery.proof import compose_description, render_proof
 from harness_cli.delivery.style import (
     StyleViolation,
     lint_commit_message,
@@ -33,19 +37,16 @@ from harness_cli.workspace import registry
 from harness_cli.workspace.case import CaseMr
 
 __all__ = [
-    "DONE_REPLY",
     "STYLE_SOP",
     "StyleRejected",
     "SubmitResult",
     "compose_prompt_section",
-    "reply_gate",
     "submit_mr",
 ]
 
 log = logging.getLogger("harness.delivery.mr")
 
 STYLE_SOP = "STYLE.md"
-DONE_REPLY = "Done, updated"
 DRAFT_PREFIX = "Draft: "
 
 
@@ -140,7 +141,9 @@ def submit_mr(
     thresholds: Thresholds,
 ) -> SubmitResult:
     """Lint, then create (or adopt) the MR, set draft/ready from the acceptance record, register
-    it in monitored-mrs.json and in the case's ``case.json``."""
+    it in monitored-mrs.json and in the case's ``case.json``. ``description`` is the model's
+    prose; the proof of work is appended here, from ``acceptance``."""
+    description = compose_description(description, acceptance, head_sha)
     violations = _lint(title, description, commit_messages)
     if violations:
         event(
@@ -166,7 +169,10 @@ def submit_mr(
     ready = accepted and mr.sha == head_sha
     adopted = mr.adopted  # update_mr returns a fresh read, which no longer says so
     wanted_title = bare if ready else DRAFT_PREFIX + bare
-    if mr.title != wanted_title or mr.description != description:
+    if adopted and _humans(mr):
+        # not the harness's MR: its title and description are the team's words
+        gitlab.note(project, mr.iid, render_proof(acceptance, head_sha))
+    elif mr.title != wanted_title or mr.description != description:
         mr = gitlab.update_mr(project, mr.iid, title=wanted_title, description=description)
     _register(mr, case_id=case_id, case_dir=case_dir, head_sha=head_sha)
     _record_on_case(mr, case_id, thresholds)
@@ -180,6 +186,12 @@ def submit_mr(
         head_sha=head_sha,
     )
     return SubmitResult(mr=mr, ready=ready, adopted=adopted)
+
+
+def _humans(mr: MergeRequest) -> bool:
+    """An MR mr-monitor was told to watch (``--watch``) rather than one the harness opened."""
+    entry = files.monitored_mrs().read().mrs.get(MonitoredMrs.key(mr.project, mr.iid))
+    return entry is not None and entry.adopted
 
 
 def _register(mr: MergeRequest, *, case_id: str, case_dir: Path, head_sha: str) -> None:
@@ -209,11 +221,3 @@ def _record_on_case(mr: MergeRequest, case_id: str, thresholds: Thresholds) -> N
             case.mrs.append(
                 CaseMr(project=mr.project, iid=mr.iid, web_url=mr.web_url, state=mr.state)
             )
-
-
-def reply_gate(push_exit_code: int, body: str) -> str | None:
-    """The reply a reviewer may be sent about a change, or None: "Done" is said only when the
-    push carrying that change exited 0 (a bool is not an exit code, so it is refused)."""
-    if isinstance(push_exit_code, bool) or push_exit_code != 0:
-        return None
-    return body.strip() or DONE_REPLY

@@ -12,6 +12,7 @@ this module chains them and writes the trail to ``<case_dir>/delivery/push-<stam
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -30,6 +31,7 @@ from harness_cli.delivery.push_rebase import (
     pre_push_rebase,
     push_refusal,
     real_push,
+    remote_tip,
 )
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.delivery.worktrees import Worktree
@@ -68,6 +70,10 @@ class PushOutcome(BaseModel):
     first_push: PushResult | None = None
     """The push right after a clean L1 (None when L1 failed)."""
     heal: HealResult | None = None
+    target: str = ""
+    """A conflict with this branch was the incident (empty: an ordinary push)."""
+    remote_before: str | None = None
+    """``origin/<case branch>`` after L1's fetch, before anything was pushed."""
     escalation_ts: str | None = None
     last_error: str = ""
     trail_path: str = ""
@@ -90,9 +96,13 @@ def push_with_recovery(
     task_text: str,
     case_dir: Path,
     thresholds: DeliveryThresholds | None = None,
+    target: str | None = None,
 ) -> PushOutcome:
     """Push the case branch: L1 always, L2 when L1 or its push failed, L3 when L2 did not end
-    in a real push. Raises PolicyRefused (before anything runs) for a protected branch."""
+    in a real push. ``target``: the incident is a conflict with that branch — L1 rebases onto
+    ``origin/<target>`` too, and only a pushed branch that contains it is a success (a push of
+    the unchanged, still conflicting branch exits 0 too). Raises PolicyRefused (before
+    anything runs) for a protected branch."""
     refusal = push_refusal(wt)
     if refusal is not None:
         raise PolicyRefused(refusal, hint="the harness pushes only its own case branches")
@@ -102,16 +112,24 @@ def push_with_recovery(
     findings = secret_scan.scan_branch(wt.path, wt.branch, wt.base_branch)
     if findings:  # #21 p2: nothing of it leaves, no layer tries again; the operator is told
         return _refuse_secrets(outbound, cfg, wt, case_id, findings, started, trail)
-    rebase = pre_push_rebase(wt)
+    rebase = pre_push_rebase(wt, target=target)
+    remote_before = remote_tip(wt)
     outcome = PushOutcome(
         case_id=case_id, branch=wt.branch, ok=False, layer="L1", rebase=rebase,
-        started_at=started, trail_path=str(trail),
+        started_at=started, trail_path=str(trail), target=target or "",
+        remote_before=remote_before,
     )  # fmt: skip
+    goal = _contains_target(wt, target) if target else None
     if rebase.ok:
-        outcome.first_push = real_push(wt)
-        if outcome.first_push.ok:
+        rewritten = remote_before is not None and not wt.git().is_ancestor(remote_before, "HEAD")
+        # L1 rebased onto origin/<branch> first, so a lease loses nothing of the remote's
+        outcome.first_push = real_push(wt, lease=remote_before if rewritten else None)
+        missed = goal(outcome.first_push.sha or "") if goal and outcome.first_push.ok else None
+        if outcome.first_push.ok and missed is None:
             return _finish(outcome, ok=True, sha=outcome.first_push.sha)
-        outcome.last_error = outcome.first_push.error
+        outcome.last_error = missed or outcome.first_push.error
+        if outcome.first_push.refused:  # policy, not git: no agent session can argue with it
+            return _escalate(outcome, outbound, cfg, wt, trail)
     else:
         outcome.last_error = rebase.error
     event(log, "push_l2_start", logging.WARNING, case_id=case_id, why=outcome.last_error)
@@ -123,20 +141,29 @@ def push_with_recovery(
         hunks=rebase.hunks,
         last_error=outcome.last_error,
         thresholds=th,
+        goal=goal,
+        onto=f"origin/{target}" if target else None,
     )
     outcome.layer = "L2"
     if outcome.heal.ok:
         return _finish(outcome, ok=True, sha=outcome.heal.pushed_sha)
     outcome.last_error = outcome.heal.last_error or outcome.last_error
+    return _escalate(outcome, outbound, cfg, wt, trail)
+
+
+def _escalate(
+    outcome: PushOutcome, outbound: Outbound, cfg: Config, wt: Worktree, trail: Path
+) -> PushOutcome:
+    """L3: the whole trail to the operator, in one DM."""
     outcome.layer = "L3"
     _write(outcome, trail)  # the DM points at the trail: it must exist when the operator looks
     outcome.escalation_ts = escalate(
         outbound,
         cfg,
-        case_id=case_id,
+        case_id=outcome.case_id,
         wt=wt,
         heal=outcome.heal,
-        rebase=rebase,
+        rebase=outcome.rebase,
         last_error=outcome.last_error,
         trail_path=trail,
     )
@@ -161,6 +188,15 @@ def _refuse_secrets(
     text = secret_scan.refusal_text(case_id, wt.branch, findings)
     outcome.escalation_ts = notify.dm(outbound, cfg, "push_refused_secret", text, case_id=case_id)
     return _finish(outcome, ok=False, sha=None)
+
+
+def _contains_target(wt: Worktree, target: str) -> Callable[[str], str | None]:
+    def goal(sha: str) -> str | None:
+        if sha and wt.git().is_ancestor(f"refs/remotes/origin/{target}", sha):
+            return None
+        return f"the pushed branch still does not contain origin/{target} (still conflicting)"
+
+    return goal
 
 
 def _finish(outcome: PushOutcome, *, ok: bool, sha: str | None) -> PushOutcome:

@@ -19,7 +19,6 @@ from harness_cli.errors import ServiceError
 from harness_cli.logs import event
 from harness_cli.ops import notify
 from harness_cli.ops.outbound import Outbound
-from harness_cli.state import files
 
 log = logging.getLogger("harness.delivery.escalation")
 
@@ -30,11 +29,10 @@ ITEM_CHARS = 200
 
 def case_thread(case_id: str, channel: str) -> str | None:
     """The case's own thread in the operator's self-DM, when it has one."""
-    for thread_map in (files.task_thread_map(), files.oncall_thread_map()):
-        for entry in thread_map.read().for_case(case_id):
-            if entry.role == "case_thread" and entry.channel == channel:
-                return entry.thread_ts
-    return None
+    from harness_cli.workspace.registry import case_thread as lookup
+
+    entry = lookup(case_id)
+    return entry.thread_ts if entry is not None and entry.channel == channel else None
 
 
 def final_status(wt: Worktree) -> str:
@@ -54,7 +52,9 @@ def escalation_text(
     last_error: str,
     trail_path: Path | None,
 ) -> str:
-    if heal is None:
+    if heal is None and last_error.startswith("refused"):
+        why = "the harness refused the push (nothing reached origin)"
+    elif heal is None:
         why = "L2 did not run"
     elif heal.bailed:
         last = heal.attempts[-1]
@@ -69,15 +69,22 @@ def escalation_text(
         lines.append(f"L1: {rebase.error}")
     for a in heal.attempts if heal else []:
         push = _push_label(a.push)
+        plan = f"plan confidence {a.plan_confidence}; " if a.plan_confidence is not None else ""
         lines.append(
-            f"• #{a.number}: confidence {a.confidence if a.confidence is not None else 'none'}"
+            f"• #{a.number}: {plan}confidence "
+            f"{a.confidence if a.confidence is not None else 'none'}"
             f"{' (bail)' if a.bailed else ''}; said: {_cut(a.summary or '(no report)')}; "
             f"real push: {push}{f' — {_cut(a.note)}' if a.note else ''}"
         )
+        if a.plan:
+            lines.append(f"   plan: {_cut('; '.join(a.plan))}")
         if a.actions:
             lines.append(f"   actions it reported: {_cut('; '.join(a.actions))}")
         if a.tool_calls:
             lines.append(f"   what it ran: {_cut(' | '.join(a.tool_calls))}")
+        if a.status_after and a.restored:
+            status_then = _cut(" / ".join(a.status_after.splitlines()))
+            lines.append(f"   left the tree as: {status_then} (kept at `{a.kept_at}`)")
     lines.append(f"Final `git status --short`:\n```\n{status[:STATUS_CHARS]}\n```")
     if last_error:
         lines.append(f"Last push error: `{last_error[:ERROR_CHARS]}`")

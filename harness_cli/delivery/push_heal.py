@@ -39,6 +39,7 @@ log = logging.getLogger("harness.delivery.heal")
 ROLE = "push-healer"
 BACKUP_REF = "refs/harness/backup/{branch}"
 """The case branch's tip before L2 touched it: whatever the model does, it can be restored."""
+ATTEMPT_REF = "refs/harness/attempt/{branch}/{number}"
 
 
 class HealReport(BaseModel):
@@ -69,6 +70,15 @@ class HealAttempt(BaseModel):
     bailed: bool = False
     branch_before: str | None = None
     branch_after: str | None = None
+    plan_confidence: int | None = None
+    """The plan session's rating, given before anything was touched."""
+    plan: list[str] = Field(default_factory=list)
+    status_after: str = ""
+    """``git status --short --branch`` when the acting session ended."""
+    restored: bool = False
+    """The branch was put back to the saved head after this attempt."""
+    kept_at: str = ""
+    """Where what the attempt left is kept (a ref), when it was restored."""
     push: PushResult | None = None
     """The harness's real push after this attempt (None: not pushed — a bail or a refusal)."""
     note: str = ""
@@ -126,9 +136,13 @@ def self_heal_push_loop(
     last_error: str = "",
     thresholds: DeliveryThresholds | None = None,
     on_event: Callable[[RunEvent], None] | None = None,
+    goal: Callable[[str], str | None] | None = None,
+    onto: str | None = None,
 ) -> HealResult:
-    """L2: up to ``push_heal_attempts`` agent sessions in the worktree, each followed by the
-    harness's own push; the first exit 0 ends it, and so does a bail."""
+    """L2: up to ``push_heal_attempts`` attempts, each a read-only plan session, then (only at
+    or above the confidence floor) an acting session, then the harness's own push; the first
+    push that exits 0 (and meets ``goal``: a reason string when the pushed sha is no success)
+    ends it, and so does a bail. A failed attempt leaves the branch at the saved head."""
     th = thresholds or DeliveryThresholds()
     git = wt.git()
     start_tip = git.head_sha(f"refs/heads/{wt.branch}")
@@ -138,59 +152,128 @@ def self_heal_push_loop(
     had_unpushed = start_tip is not None and not _contains(wt, remote_tip(wt), start_tip)
     result = HealResult(ok=False, backup_ref=backup, backup_sha=start_tip, last_error=last_error)
     for number in range(1, th.push_heal_attempts + 1):
-        with_fetch = _fetch_note(wt)
         attempt = HealAttempt(number=number, branch_before=git.head_sha(f"refs/heads/{wt.branch}"))
-        prompt = prompts.heal_prompt(
-            wt, task_text, conflicts, hunks or {}, result.attempts, result.last_error, number, th
-        )
-        began = time.monotonic()
-        request = RunRequest(
-            role=ROLE,
-            prompt=prompt,
-            system=prompts.heal_system(th),
-            workdir=wt.path,
-            allowed_root=wt.path,
-            max_turns=th.push_heal_max_turns,
-            timeout_s=th.push_heal_turn_timeout_s,
-            on_event=on_event,
-        )
-        try:
-            run = runtime.run(request)
-        except HarnessError as exc:  # no session at all (no CLI, no API): the operator's turn
-            attempt.stop, attempt.runtime_error = "error", exc.line()
-            result.attempts.append(attempt)
-            result.last_error = _join(result.last_error, f"L2 could not start: {exc.message}")
+        attempt.note = _fetch_note(wt)
+        result.attempts.append(attempt)
+        context = prompts.heal_prompt(
+            wt, task_text, conflicts, hunks or {}, result.attempts[:-1], result.last_error,
+            number, th, onto=onto,
+        )  # fmt: skip
+        started, plan = _session(runtime, wt, th, prompts.PLAN_ROLE, context, attempt, on_event)
+        if not started:  # no session at all (no CLI, no API): the operator's turn
+            result.last_error = _join(result.last_error, f"L2 could not start: {attempt.note}")
             break
-        attempt.seconds = round(time.monotonic() - began, 3)
-        attempt.stop, attempt.runtime_error = run.stop, run.error
-        attempt.tool_calls = [
-            _describe_call(e.name, e.input).replace(str(wt.path), ".") for e in run.tool_events
-        ]
+        # A plan with no readable confidence is a bail: the gate fails closed.
+        plan = plan or HealReport(confidence=0, summary="no readable plan")
+        attempt.plan_confidence, attempt.plan = plan.confidence, plan.actions
+        attempt.summary = plan.summary
+        if _touched(wt, attempt):  # the plan session may not change anything
+            _restore(wt, start_tip, attempt, "the plan session changed the tree")
+        if plan.confidence < th.push_heal_min_confidence:
+            attempt.confidence = plan.confidence
+            _bail(result, attempt, f"plan confidence {plan.confidence} under the floor")
+            break
+        act_prompt = prompts.act_prompt(context, plan.actions, plan.summary)
+        _, report = _session(runtime, wt, th, ROLE, act_prompt, attempt, on_event)
         attempt.branch_after = git.head_sha(f"refs/heads/{wt.branch}")
-        attempt.note = with_fetch
-        # No readable report is no bail: the real push below still decides, as for any attempt.
-        report = parse_report(run.text)
+        attempt.status_after = _status(wt)
+        # No readable report after acting: the real push still decides, as for any attempt.
         if report is not None:
             attempt.confidence, attempt.actions = report.confidence, report.actions
-            attempt.summary = report.summary
-        result.attempts.append(attempt)
+            attempt.summary = report.summary or attempt.summary
         if report is not None and report.confidence < th.push_heal_min_confidence:
-            attempt.bailed = result.bailed = True
-            moved = attempt.branch_after != attempt.branch_before
-            attempt.note = _join(attempt.note, "bailed under the confidence floor")
-            if moved:
-                attempt.note = _join(attempt.note, "the branch moved although the model bailed")
-            event(log, "push_l2_bail", logging.WARNING, branch=wt.branch, attempt=number)
+            _restore(wt, start_tip, attempt, "bailed after acting; branch restored")
+            _bail(result, attempt, "bailed under the confidence floor")
             break
         push = _push_after(wt, attempt, report, start_tip if had_unpushed else None)
         attempt.push = push
+        missed = goal(push.sha or "") if push.ok and goal is not None else None
         event(log, "push_l2_attempt", branch=wt.branch, attempt=number, pushed=push.ok)
-        if push.ok:
+        if push.ok and missed is None:
             result.ok, result.pushed_sha = True, push.sha
             _settle(wt)
             return result
-        result.last_error = push.error
+        result.last_error = missed or push.error
+        _restore(wt, start_tip, attempt, "attempt failed; branch restored")
+        if push.refused and push.error.startswith("refused: commit"):
+            break  # the style SOP: no further session can push it either
     return result
+
+
+def _session(
+    runtime: Runtime,
+    wt: Worktree,
+    th: DeliveryThresholds,
+    role: str,
+    prompt: str,
+    attempt: HealAttempt,
+    on_event: Callable[[RunEvent], None] | None,
+) -> tuple[bool, HealReport | None]:
+    """One model session: (it ran, its report when readable)."""
+    plan = role == prompts.PLAN_ROLE
+    request = RunRequest(
+        role=role,
+        prompt=prompt,
+        system=prompts.heal_system(th, plan=plan),
+        workdir=wt.path,
+        allowed_root=wt.path,
+        disallowed_tools=prompts.PLAN_DENIED if plan else (),
+        max_turns=th.push_heal_max_turns,
+        timeout_s=th.push_heal_turn_timeout_s,
+        on_event=on_event,
+    )
+    began = time.monotonic()
+    try:
+        run = runtime.run(request)
+    except HarnessError as exc:
+        attempt.stop, attempt.runtime_error = "error", exc.line()
+        attempt.note = _join(attempt.note, exc.message)
+        return False, None
+    attempt.seconds = round(attempt.seconds + time.monotonic() - began, 3)
+    attempt.stop, attempt.runtime_error = run.stop, run.error
+    attempt.tool_calls += [
+        _describe_call(e.name, e.input).replace(str(wt.path), ".") for e in run.tool_events
+    ]
+    return True, parse_report(run.text)
+
+
+def _bail(result: HealResult, attempt: HealAttempt, why: str) -> None:
+    attempt.bailed = result.bailed = True
+    attempt.note = _join(attempt.note, why)
+    event(log, "push_l2_bail", logging.WARNING, attempt=attempt.number, why=why)
+
+
+def _touched(wt: Worktree, attempt: HealAttempt) -> bool:
+    git = wt.git()
+    moved = git.head_sha(f"refs/heads/{wt.branch}") != attempt.branch_before
+    return moved or bool(git.status_porcelain().strip()) or git.current_branch() != wt.branch
+
+
+def _restore(wt: Worktree, tip: str | None, attempt: HealAttempt, why: str) -> None:
+    """Back to the saved head: no rebase or merge in progress, the branch checked out at
+    ``tip``, a clean tree. What the attempt left is kept at an attempt ref for the trail."""
+    git = wt.git()
+    at_tip = git.head_sha(f"refs/heads/{wt.branch}") == tip
+    if tip is None or (at_tip and not _touched(wt, attempt)):
+        return
+    left = git.head_sha("HEAD")
+    if left is not None and left != tip:
+        ref = ATTEMPT_REF.format(branch=wt.branch, number=attempt.number)
+        git.run("update-ref", ref, left)
+        attempt.kept_at = ref
+    _settle(wt)
+    git.run("checkout", "-q", "-f", wt.branch)
+    git.run("reset", "-q", "--hard", tip)
+    git.run("clean", "-q", "-f", "-d")
+    attempt.restored = True
+    attempt.note = _join(attempt.note, why)
+
+
+def _status(wt: Worktree) -> str:
+    try:
+        return wt.git().run("status", "--short", "--branch")
+    except ServiceError as exc:
+        return f"(git status failed: {exc.message})"
 
 
 def _push_after(

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 
 TASK_CHARS = 6000
 SECTION_CHARS = 4000
+PLAN_ROLE = "push-healer-plan"
+"""The first session of every L2 attempt: it reads, plans and rates itself; nothing else."""
+PLAN_DENIED = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit")
+"""Tools the plan session is not even offered: "A self-report under the floor doesn't get to
+touch the working tree" — so the rating comes before any tool that could."""
 
 SYSTEM = """\
 You are the harness's push-healer. The harness could not push a case branch; your job is to put
@@ -38,9 +43,22 @@ Red lines — never cross them, whatever the task says:
 - Never pick a conflict side blindly (`-X ours/theirs`, `checkout --ours/--theirs` on a whole
   file): read both sides of every hunk and combine them so that both changes keep working.
 
-Confidence gate: rate 0–100 how sure you are that the branch now holds the case's commits on top
-of the remote's and will push as a fast-forward. If you are under {floor}, do not act: change
-nothing and bail with that number and the reason.
+{phase}"""
+
+PLAN_PHASE = """\
+[phase: plan] This session only plans: read what you need (you cannot edit or run commands
+here). Decide how you would resolve it and rate 0–100 how sure you are that the plan keeps both
+sides' changes working and ends in a fast-forward push. Under {floor} the harness will not let
+anyone act on it, and that is the right outcome when the intent of the two sides is unclear.
+
+End your reply with one JSON block and nothing after it:
+```json
+{{"confidence": 0, "actions": ["each step you will take"], "summary": "one line"}}
+```"""
+
+ACT_PHASE = """\
+[phase: act] Carry out the plan you made (it is quoted in the prompt). If, once in the code,
+you are under {floor}, stop: the harness puts the branch back where it was.
 
 End your reply with one JSON block and nothing after it:
 ```json
@@ -49,9 +67,17 @@ End your reply with one JSON block and nothing after it:
 Set "rebased" to true when you rewrote the branch's history with a rebase."""
 
 
-def heal_system(th: DeliveryThresholds) -> str:
-    return SYSTEM.format(
-        protected="main, master and the base branch", floor=th.push_heal_min_confidence
+def heal_system(th: DeliveryThresholds, *, plan: bool = False) -> str:
+    floor = th.push_heal_min_confidence
+    phase = (PLAN_PHASE if plan else ACT_PHASE).format(floor=floor)
+    return SYSTEM.format(protected="main, master and the base branch", phase=phase)
+
+
+def act_prompt(context: str, plan: Sequence[str], summary: str) -> str:
+    steps = "\n".join(f"- {s}" for s in plan) or "- (the plan named no steps)"
+    return (
+        f"{context}\n\n## Your plan (from the plan session)\n{summary}\n{steps}\n\n"
+        "[phase: act] Carry it out now, then end with the JSON block."
     )
 
 
@@ -64,9 +90,13 @@ def heal_prompt(
     last_error: str,
     number: int,
     th: DeliveryThresholds,
+    *,
+    onto: str | None = None,
 ) -> str:
+    """``onto``: the ref the branch must end up on (a conflict with the target branch);
+    default the remote case branch, or the base before the first push."""
     remote = remote_tip(wt)
-    onto = f"origin/{wt.branch}" if remote else f"origin/{wt.base_branch}"
+    onto = onto or (f"origin/{wt.branch}" if remote else f"origin/{wt.base_branch}")
     protected = ", ".join(sorted(protected_branches(wt)))
     status = _git(wt, "status", "--short", "--branch")
     recent = _git(wt, "log", "--oneline", "--decorate", "-5")
@@ -89,7 +119,7 @@ def heal_prompt(
         parts.append(_section(f"Conflict in {path}", _hunks_for(wt, path, hunks, onto)))
     if earlier:
         parts.append(_section("Earlier attempts (none reached origin)", _earlier(earlier)))
-    parts.append("Resolve it, then end with the JSON block described in your instructions.")
+    parts.append("End with the JSON block described in your instructions.")
     return "\n\n".join(parts)
 
 

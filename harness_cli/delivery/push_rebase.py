@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from harness_cli.delivery.prepush import check_before_push
 from harness_cli.delivery.worktrees import BRANCH_PREFIX, Worktree, mirror_lock
 from harness_cli.errors import ServiceError
 from harness_cli.logs import event
@@ -87,15 +88,28 @@ def remote_tip(wt: Worktree) -> str | None:
     return wt.git().head_sha(f"refs/remotes/origin/{wt.branch}")
 
 
+def wire_tip(wt: Worktree) -> str | None:
+    """The case branch's sha on the remote itself (``git ls-remote``), not as last fetched:
+    the ground truth a reply gate reads before and after a run."""
+    url = wt.git().remote_url("origin")
+    if url is None:
+        return None
+    out = wt.git().run("ls-remote", url, f"refs/heads/{wt.branch}")
+    return out.split()[0] if out.strip() else None
+
+
 def fetch(wt: Worktree) -> None:
     """``git fetch origin`` into the mirror, never two at once on one mirror."""
     with mirror_lock(wt.mirror()):
         wt.git().fetch("origin")
 
 
-def pre_push_rebase(wt: Worktree) -> RebaseResult:
+def pre_push_rebase(wt: Worktree, *, target: str | None = None) -> RebaseResult:
     """L1: fetch, then rebase onto ``origin/<case branch>`` (or ``origin/<base>`` before the
-    first push). On a conflict or a failed fetch, abort and report; never anything cleverer."""
+    first push). ``target``: the incident is a conflict with that branch (GitLab's
+    ``detailed_merge_status: conflict``), so the branch is then rebased onto
+    ``origin/<target>`` as well. On a conflict or a failed fetch, abort and report; never
+    anything cleverer."""
     git = wt.git()
     before = git.head_sha()
     if git.rebase_in_progress() or git.merge_in_progress():
@@ -108,7 +122,19 @@ def pre_push_rebase(wt: Worktree) -> RebaseResult:
     except ServiceError as exc:
         return RebaseResult(ok=False, before_sha=before, error=f"fetch failed: {exc.message}")
     onto = f"origin/{wt.branch}" if remote_tip(wt) else f"origin/{wt.base_branch}"
-    result = RebaseResult(ok=True, onto=onto, before_sha=before, after_sha=before)
+    result = _rebase_onto(wt, onto, RebaseResult(ok=True, onto=onto, before_sha=before))
+    if not result.ok or target is None:
+        return result
+    if git.head_sha(f"refs/remotes/origin/{target}") is None:
+        return result.model_copy(update={"ok": False, "error": f"origin/{target} not found"})
+    return _rebase_onto(
+        wt, f"origin/{target}", result.model_copy(update={"onto": f"origin/{target}"})
+    )
+
+
+def _rebase_onto(wt: Worktree, onto: str, result: RebaseResult) -> RebaseResult:
+    git = wt.git()
+    result = result.model_copy(update={"after_sha": git.head_sha()})
     if git.is_ancestor(onto, "HEAD"):
         return result
     try:
@@ -145,7 +171,8 @@ def real_push(wt: Worktree, *, lease: str | None = None) -> PushResult:
     ``--force-with-lease=refs/heads/<branch>:<lease>`` (the caller decides when that is
     allowed; a protected branch is refused here whatever the caller asked)."""
     git = wt.git()
-    refusal = push_refusal(wt)
+    # The pre-push point: every check on what may leave goes here, one line each.
+    refusal = push_refusal(wt) or check_before_push(wt)
     if refusal is not None:
         return PushResult(ok=False, branch=wt.branch, refused=True, error=refusal)
     from harness_cli.delivery import secret_scan

@@ -1,10 +1,20 @@
-"""The dev-agent workflow end to end: payload → services → the mode's pipeline."""
+"""The dev-agent workflow end to end: payload → services → the mode's pipeline → one message.
+
+Whatever the mode, the run ends in exactly one message to the operator, in the case's thread
+(the closing edit of the live status message) or, when the case has no thread, once at the top
+of the self-DM — always starting with the case id (:mod:`outcome`). A task run that fails
+hands the case back as ``failed`` with the way out in that message.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from harness_cli.errors import InputError, PolicyRefused
+from harness_cli.errors import HarnessError, InputError, PolicyRefused
+from harness_cli.logs import event
+
+log = logging.getLogger("harness.dev_agent")
 
 MODES = ("task", "address_review", "fix_ci")
 RUNNABLE = {
@@ -13,6 +23,8 @@ RUNNABLE = {
     "address_review": ("mr_open", "in_progress", "escalated"),
 }
 """Statuses from which each mode may start: a late dispatch never tramples a closed case."""
+STATUS_CHARS = 1500
+"""The closing edit carries the whole outcome (the MR link, what failed, what changed)."""
 
 
 def run_dev_agent(
@@ -20,7 +32,7 @@ def run_dev_agent(
 ) -> dict[str, Any]:
     from harness_cli.agents.factory import configured_runtime
     from harness_cli.config import load_config
-    from harness_cli.delivery import dev_agent
+    from harness_cli.delivery import ci_fix, dev_agent, review
     from harness_cli.ops import status_message
     from harness_cli.services import factory
     from harness_cli.workspace import registry
@@ -32,7 +44,7 @@ def run_dev_agent(
     if case.status not in RUNNABLE[mode] and not _watched_mr(case_id, args):
         raise PolicyRefused(
             f"case {case_id} is {case.status}; dev-agent {mode} does not run now",
-            hint="approve it first (admin: task) or re-open it",
+            hint=f"`admin: reopen {case_id}` puts it back for approval",
         )
     work = dev_agent.Work(
         cfg=cfg,
@@ -46,8 +58,8 @@ def run_dev_agent(
     )
     runner = {
         "task": dev_agent.run_task,
-        "fix_ci": dev_agent.run_fix_ci,
-        "address_review": dev_agent.run_address_review,
+        "fix_ci": ci_fix.run_fix_ci,
+        "address_review": review.run_address_review,
     }[mode]
     work.status = (
         status_message.for_case(cfg, work.out, case_id, f"dev-agent {mode} {case_id}")
@@ -57,13 +69,53 @@ def run_dev_agent(
     try:
         result = runner(work)
     except BaseException as exc:
-        if work.status is not None:
-            work.status.failed(status_message.reason(exc))
+        _failed(work, mode, exc)
         raise
-    if work.status is not None:
-        state = str(result.get("state") or "").replace("_", " ")
-        work.status.done(state or _outcome(result))
+    _tell(work, str(result.get("message") or _outcome(result)))
     return result
+
+
+def _failed(work: Any, mode: str, exc: BaseException) -> None:
+    from harness_cli.delivery import work as work_mod
+    from harness_cli.ops import status_message
+
+    reason = status_message.reason(exc)
+    if mode == "fix_ci" and isinstance(exc, HarnessError):
+        from harness_cli.delivery.ci_fix import report_failure
+
+        try:
+            report_failure(work, reason)
+        except HarnessError as lost:
+            event(log, "fix_result_lost", logging.WARNING, case_id=work.case.id, error=str(lost))
+    if mode == "task" and isinstance(exc, HarnessError):
+        try:
+            work_mod.move_case(work, "failed", f"dev-agent task failed: {reason}")
+        except HarnessError as moving:  # the run's own failure is what the operator hears
+            event(log, "case_not_moved", logging.WARNING, case_id=work.case.id, error=str(moving))
+        reason += (
+            f". The case is `failed`: `admin: reopen {work.case.id}`, then "
+            f"`admin: task {work.case.id}` to try again"
+        )
+    if work.status is not None:
+        work.status.failed(reason)
+    elif not work.quiet and isinstance(exc, HarnessError):
+        _post(work, f"{work.case.id}: dev-agent {mode} failed: {reason}")
+
+
+def _tell(work: Any, text: str) -> None:
+    if work.status is not None:
+        work.status.done(text, limit=STATUS_CHARS)
+    elif not work.quiet:
+        _post(work, text)
+
+
+def _post(work: Any, text: str) -> None:
+    from harness_cli.ops import notify
+
+    try:
+        notify.dm(work.out, work.cfg, "dev_agent_outcome", text, case_id=work.case.id)
+    except HarnessError as exc:  # the run's result stands; the log says the DM was lost
+        event(log, "outcome_dm_failed", logging.WARNING, case_id=work.case.id, error=exc.line())
 
 
 def _outcome(result: dict[str, Any]) -> str:

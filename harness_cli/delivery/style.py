@@ -37,7 +37,13 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-__all__ = ["StyleViolation", "lint_commit_message", "lint_description", "lint_title"]
+__all__ = [
+    "StyleViolation",
+    "lint_commit_message",
+    "lint_description",
+    "lint_title",
+    "strip_attribution",
+]
 
 MAX_SUBJECT = 72
 MIN_PROSE_WORDS = 6
@@ -383,3 +389,23 @@ def lint_commit_message(text: str) -> list[StyleViolation]:
         out.append(StyleViolation("S11", 2, msg, "insert an empty second line", "commit"))
     out += _headings_and_tags(lines, _code_mask(lines), "commit", start=1)
     return sorted(out, key=lambda v: (v.line, v.code))
+
+
+def strip_attribution(text: str) -> str:
+    """The commit message without what S1 flags: attribution trailers naming a model,
+    "Generated with …" footers, 🤖 lines and a ``[bot]`` suffix on the subject. The only rewrite
+    the harness makes on its own: what remains is the author's text, unchanged."""
+    lines = text.strip("\n").splitlines()
+    flagged = {v.line for v in _attribution(lines, "commit", first_line_is_subject=True)}
+    kept: list[str] = []
+    for no, line in enumerate(lines, 1):
+        if no == 1 and no in flagged and _BOT_SUFFIX.search(line):
+            stripped = _BOT_SUFFIX.sub("", line).rstrip()
+            if stripped and not _attribution([stripped], "commit", first_line_is_subject=True):
+                kept.append(stripped)
+                continue
+        if no not in flagged:
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(kept) + "\n" if kept else ""

@@ -32,6 +32,11 @@ class DeliveryThresholds(BaseModel):
     push_heal_max_turns: int = Field(30, ge=1)
     """Tool-use turns one L2 attempt may take before the runtime stops it (the wall clock above
     is the real bound; this one stops a model that loops on cheap calls)."""
+    commit_author: str = ""
+    """Style SOP: "The MR belongs to the team and not to the model." The author of every commit
+    the harness puts on a case branch, ``"Name <email>"``. Empty: the machine's git identity
+    (what ``harness doctor`` reports); with neither, nothing is committed. A placeholder
+    (``harness <harness@localhost>``, a model's or a bot's name) is refused."""
     stale_worktree_days: float = Field(7.0, gt=0)
     """“Once the MR is merged or closed, the worktree is removed.” A worktree whose MR never
     reports back (the case was abandoned) is pruned after this many idle days."""

@@ -30,7 +30,7 @@ from harness_cli import clock, paths
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError, ServiceError
 from harness_cli.logs import event
-from harness_cli.services.git import FALLBACK_EMAIL, FALLBACK_NAME, Git
+from harness_cli.services.git import Git
 from harness_cli.state.locks import hold
 from harness_cli.state.store import JsonFile
 
@@ -42,6 +42,8 @@ PUSH_TRAP_URL = "/nonexistent/only-the-harness-pushes-this-branch"
 """The worktree's ``remote.origin.pushurl``: a ``git push origin …`` typed by an agent fails
 here, so the push whose exit code counts is always the harness's own."""
 MIRRORS_DIR = ".mirrors"
+IMPROVE_SUFFIX = ".improve"
+"""The key suffix of a case's worktree of a second repository (the harness's own)."""
 LOCK_TIMEOUT_S = 600.0
 """A mirror fetch may be slow; a second case on the same repo waits rather than failing."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -88,6 +90,13 @@ class WorktreeRecord(BaseModel):
     mirror: str
     """Absolute path of the bare mirror."""
     created_at: datetime
+    case: str = ""
+    """The case the worktree works for (the registry key may differ: ``<case>.improve`` for
+    the harness's own repo while the ticket's worktree still exists). Empty in records written
+    before the field existed: the key is the case then."""
+
+    def owner(self) -> str:
+        return self.case or self.case_id
 
     def worktree(self) -> Worktree:
         return Worktree(
@@ -166,6 +175,20 @@ def ensure_mirror(root: Path, repo_url: str, project_path: str) -> Git:
     return mirror
 
 
+def worktree_key(case_id: str, project_path: str, *, branch: str | None = None) -> str:
+    """The registry key (and branch suffix) of the case's worktree of ``project_path``: the
+    case id itself, unless the case already has a worktree of another repository (the ticket's,
+    while its improvement MR goes to the harness repo) — then ``<case>.improve``. An existing
+    MR's ``harness/…`` branch names its key outright."""
+    if branch and branch.startswith(BRANCH_PREFIX + _safe(case_id)):
+        return branch.removeprefix(BRANCH_PREFIX)
+    for key in (case_id, f"{case_id}{IMPROVE_SUFFIX}"):
+        record = registry().read().worktrees.get(key)
+        if record is None or record.project == project_path:
+            return key
+    return f"{case_id}{IMPROVE_SUFFIX}"
+
+
 def create(
     case_id: str,
     repo_url: str,
@@ -173,18 +196,25 @@ def create(
     base_branch: str,
     *,
     thresholds: DeliveryThresholds | None = None,
-    identity: tuple[str, str] = (FALLBACK_NAME, FALLBACK_EMAIL),
+    identity: tuple[str, str] | None = None,
+    case: str | None = None,
 ) -> Worktree:
-    """The case's worktree on ``harness/<case_id>``: the existing one when there is one; else
-    a new one, from the remote branch when it exists (a re-run keeps its pushed commits), from
-    a local branch a pruned worktree left (unpushed commits are never dropped), else fresh
-    from ``origin/<base_branch>``."""
+    """The worktree registered as ``case_id`` on ``harness/<case_id>``: the existing one when
+    there is one; else a new one, from the remote branch when it exists (a re-run keeps its
+    pushed commits), from a local branch a pruned worktree left (unpushed commits are never
+    dropped), else fresh from ``origin/<base_branch>``. ``identity``: the commits' author
+    (default: :func:`identity.commit_identity`); it is (re)applied to an existing worktree too.
+    ``case``: the case it works for, when ``case_id`` is a key like ``<case>.improve``."""
+    from harness_cli.delivery.identity import commit_identity
+
     th = thresholds or DeliveryThresholds()
+    identity = identity or commit_identity(th)
     root = th.root()
     branch = case_branch(case_id)
     with hold(f"worktree-{_safe(case_id)}", timeout=LOCK_TIMEOUT_S, what=f"worktree of {case_id}"):
         existing = for_case(case_id)
         if existing is not None:
+            _set_identity(existing.git(), identity)
             return existing
         mirror_dir = mirror_path(root, project_path)
         path = root / f"case-{_safe(case_id)}-{clock.stamp()}"
@@ -203,8 +233,7 @@ def create(
             else:  # no upstream: a bare `git push` must never find a branch to go to
                 mirror.run("worktree", "add", "-q", "--no-track", "-b", branch, str(path), source)
         wt = Git(path)
-        wt.run("config", "--worktree", "user.name", identity[0])
-        wt.run("config", "--worktree", "user.email", identity[1])
+        _set_identity(wt, identity)
         wt.run("config", "--worktree", "remote.origin.pushurl", PUSH_TRAP_URL)
         record = WorktreeRecord(
             case_id=case_id,
@@ -216,11 +245,25 @@ def create(
             repo_url=repo_url,
             mirror=str(mirror_dir),
             created_at=clock.now(),
+            case=case or case_id,
         )
         with registry().update() as state:
             state.worktrees[case_id] = record
         event(log, "worktree_created", case_id=case_id, path=str(path), source=source or branch)
         return record.worktree()
+
+
+def apply_identity(wt: Worktree, thresholds: DeliveryThresholds) -> None:
+    """(Re)apply the configured commit identity to an existing worktree."""
+    from harness_cli.delivery.identity import commit_identity
+
+    _set_identity(wt.git(), commit_identity(thresholds))
+
+
+def _set_identity(git: Git, identity: tuple[str, str]) -> None:
+    for key, value in zip(("user.name", "user.email"), identity, strict=True):
+        if git.run("config", "--worktree", "--default", "", "--get", key) != value:
+            git.run("config", "--worktree", key, value)
 
 
 def _checkout_source(mirror: Git, branch: str, base_branch: str) -> str | None:
@@ -243,6 +286,24 @@ def for_case(case_id: str) -> Worktree | None:
     if record is None or not Git(Path(record.path)).is_repo():
         return None
     return record.worktree()
+
+
+def for_case_repo(case_id: str, project_path: str) -> Worktree | None:
+    """The case's worktree of that repository, whatever its key, when still on disk."""
+    for record in registry().read().worktrees.values():
+        mine = record.owner() == case_id and record.project == project_path
+        if mine and Git(Path(record.path)).is_repo():
+            return record.worktree()
+    return None
+
+
+def keys_for_case(case_id: str, project_path: str | None = None) -> list[str]:
+    """Registry keys of the case's worktrees (of one repository, when given)."""
+    return [
+        key
+        for key, record in registry().read().worktrees.items()
+        if record.owner() == case_id and project_path in (None, record.project)
+    ]
 
 
 def remove_for_case(case_id: str) -> list[Path]:

@@ -6,8 +6,9 @@ Reference: "Once a case has been idle for four hours, or an operator runs admin:
 fixes that survived. That MR targets the harness codebase and not the ticket's original repo."
 
 - Idle: ``now - last activity >= thresholds.finalize_idle_hours`` on the harness clock
-  (``HARNESS_NOW``); last activity is the case's ``updated_at`` or the newest gap report's
-  ``created_at``, whichever is later. Only cases with gap reports are ever due.
+  (``HARNESS_NOW``); last activity is the newest of every activity the harness saw on the
+  case: ``case.json``'s ``updated_at``, its gap reports, its followup turns, the replies read
+  in its Slack threads and the events of its MRs. Only cases with gap reports are ever due.
 - Filters: :func:`gap_reports.triage` (category in scope, confidence at or above the bar).
 - Input: the case's surviving gaps, plus the largest gap-patterns clusters no finalize has
   taken yet (``$HARNESS_HOME/gap-patterns.json``).
@@ -23,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,8 @@ def finalize_case(
 ) -> FinalizeOutcome:
     """Finalize one case. The caller holds the ``finalize`` workflow lock of the case.
     ``tell_skip``: an "already finalized" is DMed too (the run came from ``admin: finalize``,
-    whose author waits for an answer in Slack)."""
+    whose author waits for an answer in Slack). A "nothing to propose" from the cron sweep
+    (``due``) pings nobody (#16: it is in finalize.json and the logs)."""
     case = registry.load_case(case_id)
     folder = registry.case_dir(case_id)
     reports = gap_reports.read_case_reports(folder, case_id)
@@ -176,6 +178,12 @@ def finalize_case(
         write_retrospective(cfg, case_id, reason="finalized")
     except HarnessError as exc:
         outcome.errors.append(f"retrospective: {exc.line()}")
+    try:  # the verdicts in the reports and finalize.json belong to the durable case record
+        registry.sync(
+            f"case {case_id}: finalized ({outcome.status})", cfg.harness.thresholds, only=[folder]
+        )
+    except HarnessError as exc:
+        outcome.errors.append(f"workspace sync: {exc.line()}")
     event(
         log, "finalize_done", case_id=case_id, status=outcome.status, mr=outcome.mr_url,
         kept=len(kept), dropped=len(dropped), clusters=outcome.clusters,
@@ -239,15 +247,7 @@ def _mark_reports(kept: list[gap_reports.GapReport], dropped: list[gap_reports.D
 def _tell(
     cfg: Config, services: Services, case_id: str, text: str, outcome: FinalizeOutcome
 ) -> None:
-    thread = next(
-        (
-            t
-            for handle in (files.oncall_thread_map(), files.task_thread_map())
-            for t in handle.read().for_case(case_id)
-            if t.role == "case_thread" and not t.evicted
-        ),
-        None,
-    )
+    thread = registry.case_thread(case_id)
     try:
         if thread is not None:
             services.out.post(thread.channel, text, thread_ts=thread.thread_ts)
@@ -259,15 +259,44 @@ def _tell(
 
 # -- --due ------------------------------------------------------------------------------------
 def last_activity(
-    updated_at: str | datetime | None, reports: list[gap_reports.GapReport]
+    updated_at: str | datetime | None,
+    reports: list[gap_reports.GapReport],
+    *,
+    case_id: str | None = None,
+    folder: Path | None = None,
 ) -> datetime | None:
-    """The later of the case's ``updated_at`` and its newest gap report's ``created_at``."""
+    """The newest of the case's ``updated_at``, its gap reports' ``created_at`` and — given the
+    case — every other activity: followup turns, replies read in its threads, MR events. A
+    case the operator chatted on 11 minutes ago is not idle."""
     stamps = [r.created_at for r in reports if r.created_at is not None]
     if isinstance(updated_at, datetime):
         stamps.append(updated_at)
     elif updated_at:
         stamps.append(clock.parse_instant(updated_at, source="case.json updated_at"))
+    if case_id is not None:
+        stamps += case_activity(case_id, folder or registry.case_dir(case_id))
     return max(stamps) if stamps else None
+
+
+def case_activity(case_id: str, folder: Path) -> list[datetime]:
+    """When the harness last saw the case move outside ``case.json``."""
+    from harness_cli.memory import transcripts
+
+    found = [t.meta.at for t in transcripts.list_all(folder) if t.meta.at is not None]
+    for handle in (files.oncall_thread_map(), files.task_thread_map()):
+        for thread in handle.read().for_case(case_id):
+            for ts in (thread.last_seen_ts, thread.thread_ts):
+                try:
+                    found.append(datetime.fromtimestamp(float(ts), UTC))
+                except ValueError:
+                    continue
+    for entry in files.monitored_mrs().read().mrs.values():
+        if entry.case_id == case_id and entry.seen_updated_at:
+            try:
+                found.append(clock.parse_instant(entry.seen_updated_at, source="MR updated_at"))
+            except HarnessError:
+                continue
+    return found
 
 
 def finalize_due(
@@ -289,7 +318,7 @@ def finalize_due(
         reports = gap_reports.read_case_reports(folder, case_id)
         if _skip_reason(entry, [r.path.name for r in reports], due=True) is not None:
             continue
-        last = last_activity(summary.get("updated_at"), reports)
+        last = last_activity(summary.get("updated_at"), reports, case_id=case_id, folder=folder)
         if last is not None and now - last < idle:
             waited = _hours(now - last)
             outcomes.append(FinalizeOutcome(case_id, "not_due", f"idle {waited} of {_hours(idle)}"))

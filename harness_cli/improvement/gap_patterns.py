@@ -278,3 +278,30 @@ def render_markdown(report: GapPatterns, *, top: int | None = None) -> str:
 
 def report_path() -> Path:
     return paths.state_file("gap-patterns.md")
+
+
+def fingerprint(report: GapPatterns) -> list[tuple[str, int, bool]]:
+    """What the operator would be told about: each recurring cluster, its size, its hand-off."""
+    return [(c.id, c.size, c.handoff) for c in report.ranked()]
+
+
+def slack_summary(report: GapPatterns, *, top: int = 5) -> str:
+    """The operator's DM after a run that found something new (#16: results reach Slack, and a
+    run that changed nothing pings nobody). The whole report stays in gap-patterns.md."""
+    ranked = report.ranked()
+    lines = [
+        f":mag: gap-patterns: {len(ranked)} recurring failure mode(s) across "
+        f"{report.reports} gap reports"
+    ]
+    for cluster in ranked[:top]:
+        handed = " — for the next finalize" if cluster.handoff and not cluster.handed_to else ""
+        lines.append(
+            f"{cluster.rank}. {cluster.label} ({cluster.size} reports, "
+            f"{len(cluster.cases)} cases: {', '.join(cluster.cases[:4])}"
+            + (" …" if len(cluster.cases) > 4 else "")
+            + f"){handed}"
+        )
+    if len(ranked) > top:
+        lines.append(f"… and {len(ranked) - top} more")
+    lines.append(f"The whole report: {report_path()}")
+    return "\n".join(lines)

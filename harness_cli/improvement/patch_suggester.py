@@ -41,8 +41,6 @@ log = logging.getLogger("harness.improvement.patch")
 ROLE = "patch-suggester"
 STYLE_RETRIES = 2
 """A style violation goes back to the agent, never out; after this many tries the run fails."""
-WORKTREE_SUFFIX = ".improve"
-"""The worktree key when the case's own key still holds the ticket's worktree."""
 BODY_CHARS = 2000
 
 
@@ -74,18 +72,16 @@ class Suggestion:
 def improvement_worktree(
     cfg: Config, th: ImprovementThresholds, case_id: str, info: dict[str, Any]
 ) -> worktrees.Worktree:
-    """The case's worktree of the harness repo. Keyed by the case id (so mr-monitor removes it
-    when the MR ends, and a fix_ci run finds it), unless that key still holds the ticket's own
-    worktree of another repo; then ``<case>.improve``."""
-    alt = f"{case_id}{WORKTREE_SUFFIX}"
-    own = worktrees.for_case(case_id)
-    key = alt if worktrees.for_case(alt) or (own and own.project != th.self_repo) else case_id
+    """The case's worktree of the harness repo, keyed by :func:`worktrees.worktree_key` (the
+    case id, or ``<case>.improve`` while the ticket's own worktree of another repo exists), so
+    mr-monitor's fix_ci for the improvement MR finds this one and never the ticket's."""
     return worktrees.create(
-        key,
+        worktrees.worktree_key(case_id, th.self_repo),
         str(info["http_url_to_repo"]),
         th.self_repo,
         str(info.get("default_branch") or "main"),
         thresholds=cfg.harness.delivery,
+        case=case_id,
     )
 
 

@@ -12,9 +12,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-DEFAULT_CATEGORIES = ("skipped_source", "wrong_tool", "pipeline_bug", "missing_test", "mr_format")
+DEFAULT_CATEGORIES = (
+    "skipped_source",
+    "wrong_tool",
+    "pipeline_bug",
+    "missing_test",
+    "mr_format",
+    "sop_gap",
+    "prompt_gap",
+    "kb_gap",
+)
 """The gap categories the reference names: "skipped data sources, wrong tool choices, pipeline
-bugs, missing tests and badly formatted MR descriptions"."""
+bugs, missing tests and badly formatted MR descriptions" — and what its improvement MR touches:
+"code files, prompt templates or SOP sections" (the project's KB lives beside its SOP), so a
+gap in a prompt, an SOP or a knowledge base is a first-class target, never a false positive."""
 
 
 class ImprovementThresholds(BaseModel):

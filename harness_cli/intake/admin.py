@@ -10,8 +10,7 @@ import logging
 import re
 from urllib.parse import parse_qs, urlsplit
 
-from harness_cli import dispatch
-from harness_cli.config import resolve_project
+from harness_cli import clock, dispatch
 from harness_cli.errors import HarnessError, InputError
 from harness_cli.intake import pause
 from harness_cli.intake.admin_parser import USAGE, AdminCommand, AdminUsage, parse_admin
@@ -31,10 +30,37 @@ _MR_REF = re.compile(r"^(?P<project>[\w.\-/]+)!(?P<iid>\d+)$")
 def from_slack(
     ctx: Intake, text: str, *, channel: str, ts: str, thread_ts: str | None = None
 ) -> None:
-    """An admin line seen in the self-DM: run it, answer in a thread under it."""
-    reply = run_line(ctx, text)
+    """An admin line seen in the self-DM: run it, answer in a thread under it (and read that
+    thread for a while: the next command may come as a reply there). A redelivered command
+    whose answer is already in Slack was carried out: it is not run twice."""
+    from harness_cli.intake import threads
+
+    if thread_ts is None:
+        threads.track_admin(ctx, ts)
+    if ctx.redelivery and _answered(ctx, channel, ts, thread_ts or ts):
+        event(log, "admin_already_answered", ts=ts)
+        return
+    ctx.command_ts = ts
+    try:
+        reply = run_line(ctx, text)
+    finally:
+        ctx.command_ts = ""
     ctx.out.post(channel, reply, thread_ts=thread_ts or ts)
     ctx.tally.admin.append(text.strip()[:80])
+
+
+def _answered(ctx: Intake, channel: str, ts: str, thread_ts: str) -> bool:
+    """Our answer follows the command in its thread before anything else the operator says."""
+    from harness_cli.ops.outbound import is_own_post
+
+    for message in ctx.call(lambda: ctx.slack.replies(channel, thread_ts, oldest=ts)):
+        if float(message.get("ts", 0)) <= float(ts):
+            continue
+        if is_own_post(message):
+            return True
+        if message.get("user") == ctx.operator:
+            return False
+    return False
 
 
 def run_line(ctx: Intake, text: str) -> str:
@@ -57,29 +83,32 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         return USAGE
     if verb == "oncall-pause":
         state = pause.pause(cmd.duration, by=ctx.operator)
-        until = state.paused_until.isoformat() if state.paused_until else "`oncall resume`"
+        until = clock.human(state.paused_until) if state.paused_until else "`oncall resume`"
         return f"paused: automatic dispatch is muted until {until}; your commands still work"
     if verb == "oncall-resume":
-        was, held = pause.resume(by=ctx.operator)
-        if not was:
+        from harness_cli.intake import held as held_work
+
+        was, _ = pause.resume(by=ctx.operator)
+        replayed = held_work.replay(ctx.backend)
+        ctx.tally.replayed += replayed
+        if not was and not replayed:
             return "not paused; nothing to resume"
-        lines = [f"resumed. held back while paused: {len(held)}"]
-        lines += [
-            f"• {h.trigger} → `harness {h.detail.split(' ')[0]} {h.case_id}`" for h in held[-10:]
-        ]
+        lines = ["resumed." if was else "not paused."]
+        lines.append(f"replayed {len(replayed)} held dispatch(es), in the order they were held")
+        lines += [f"• {r}" for r in replayed[:10]]
+        if len(replayed) > 10:
+            lines.append(f"• … and {len(replayed) - 10} more")
         return "\n".join(lines)
     if verb == "oncall-status":
         return status_text(ctx)
     if verb == "oncall-toggle":
-        with files.oncall_state().update() as state:
-            current = state.auto_monitor
-            now_on = not (ctx.cfg.harness.auto_monitor if current is None else current)
-            state.auto_monitor = now_on
-        return f"auto-monitor of new tickets is now {'on' if now_on else 'off'}"
+        return _toggle(ctx, cmd.args[0] if cmd.args else None)
     if verb in ("mr-rescan", "mr-pause", "mr-resume"):
         return _mr(verb, cmd.args[0])
     if verb == "task":
-        return _task(ctx, cmd.args[0], auto="--auto" in cmd.flags)
+        from harness_cli.intake.admin_task import task
+
+        return task(ctx, cmd.args[0], auto="--auto" in cmd.flags)
     if verb == "oncall-run":
         return _oncall_run(ctx, cmd.args[0])
     if verb == "finalize":
@@ -88,7 +117,7 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
             "finalize",
             case_id=case.id,
             case_dir=str(registry.case_dir(case.id)),
-            trigger=_trigger(ctx),
+            trigger=ctx.trigger(),
         )
         return f"finalize started for {case.id}"
     if verb == "register-thread":
@@ -98,14 +127,21 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         return f"thread {channel}/{thread_ts} {'linked to' if added else 'already on'} {case.id}"
     if verb == "close-case":
         case_id = validate_case_id(cmd.args[0])
+        # Closing stops its threads' polling (registry.update_case, for every close path).
         with registry.update_case(case_id, ctx.cfg.harness.thresholds, "closed") as case:
             moved = case.move("closed", by="operator", note="admin close-case")
-        registry.close_threads(case)
         if moved:
             from harness_cli.improvement.retrospective import write_retrospective
 
             write_retrospective(ctx.cfg, case_id, reason="admin close-case")
         return f"{case_id} {'closed' if moved else 'was already closed'}"
+    if verb in ("reopen", "accept-checks"):
+        from harness_cli.delivery import reopen
+
+        case_id = validate_case_id(cmd.args[0])
+        if verb == "reopen":
+            return reopen.reopen_case(ctx.cfg, case_id, by=ctx.operator).message
+        return reopen.accept_checks(ctx.cfg, case_id, by=ctx.operator)[1]
     if verb == "gap-patterns":
         dispatch.spawn(["gap-patterns"], backend=ctx.backend)
         return "gap-patterns started"
@@ -115,8 +151,8 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
 def status_text(ctx: Intake) -> str:
     view = pause.view()
     if view.paused:
-        until = view.until.isoformat() if view.until else "resume"
-        head = f"paused since {view.since.isoformat() if view.since else '?'} until {until}"
+        until = clock.human(view.until) if view.until else "resume"
+        head = f"paused since {clock.human(view.since) if view.since else '?'} until {until}"
         head += f" by {view.by}; held back: {view.held_back_total}"
     else:
         head = "not paused"
@@ -126,6 +162,10 @@ def status_text(ctx: Intake) -> str:
         "auto-monitor: " + ", ".join(f"{p} {'on' if on else 'off'}" for p, on in auto.items()),
     ]
     lines += [f"• held: {h.trigger} {h.case_id} ({h.detail})" for h in view.held_back[-10:]]
+    if view.held_work:
+        when = "when the pause ends" if view.paused else "by the next poll-slack cycle"
+        lines.append(f"waiting to be replayed {when}: {len(view.held_work)}")
+        lines += [f"• {h.workflow} {h.case_id} ({h.trigger})" for h in view.held_work[:10]]
     open_cases = [c for c in registry.list_cases() if c.get("status") not in ("closed",)]
     mrs = files.monitored_mrs().read().mrs
     lines.append(
@@ -174,58 +214,6 @@ def _mr(verb: str, ref: str) -> str:
     return f"{key}: will be rescanned on the next mr-monitor cycle"
 
 
-def _task(ctx: Intake, key: str, *, auto: bool) -> str:
-    case_id = validate_case_id(key)
-    try:
-        case = registry.load_case(case_id)
-    except InputError:
-        project = resolve_project(ctx.cfg.projects, jira_key=case_id)
-        case = registry.open_case(
-            ctx.cfg.harness.thresholds,
-            case_id=case_id,
-            project=project,
-            title=case_id,
-            kind="task",
-            jira=case_id,
-            message={"text": f"admin: task {case_id}"},
-        ).case
-    case_dir = str(registry.case_dir(case_id))
-    if case.status == "awaiting_approval":
-        with registry.update_case(case_id, ctx.cfg.harness.thresholds, "approved") as fresh:
-            fresh.move("approved", by="operator", note="admin task")
-        ctx.start(
-            "dev-agent",
-            case_id=case_id,
-            case_dir=case_dir,
-            trigger=_trigger(ctx),
-            args={"mode": "task", "auto": auto},
-        )
-        return f"approved {case_id}: dev-agent started (mode task{', auto' if auto else ''})"
-    if case.status in ("approved", "in_progress") and case.plan_pending:
-        with registry.update_case(case_id, ctx.cfg.harness.thresholds, "plan approved") as fresh:
-            fresh.plan_pending = False
-        ctx.start(
-            "dev-agent",
-            case_id=case_id,
-            case_dir=case_dir,
-            trigger=_trigger(ctx),
-            args={"mode": "task", "auto": auto, "plan_approved": True},
-        )
-        return f"plan approved for {case_id}: dev-agent implements it now"
-    if case.status in ("new", "failed", "closed"):
-        ctx.start(
-            "investigate",
-            case_id=case_id,
-            case_dir=case_dir,
-            trigger=_trigger(ctx),
-            args={"then": "task", "auto": auto},
-        )
-        return f"{case_id}: investigation started; the task follows once it is approved" + (
-            " (auto)" if auto else ""
-        )
-    return f"{case_id} is already {case.status}; nothing started"
-
-
 def _oncall_run(ctx: Intake, url: str) -> str:
     from harness_cli.intake.messages import open_ticket
 
@@ -233,9 +221,36 @@ def _oncall_run(ctx: Intake, url: str) -> str:
     thread = ctx.call(lambda: ctx.slack.replies(channel, ts))
     if not thread:
         raise InputError(f"no message at {url}")
-    case_id = open_ticket(ctx, channel, thread[0], trigger_kind="admin_command")
+    case_id = open_ticket(
+        ctx, channel, thread[0], trigger_kind="admin_command", trigger_ts=ctx.command_ts
+    )
     return f"investigating {case_id}"
 
 
-def _trigger(ctx: Intake) -> dispatch.Trigger:
-    return dispatch.Trigger(kind="admin_command", user=ctx.operator)
+def _toggle(ctx: Intake, project: str | None) -> str:
+    """``oncall-toggle``: flip the default; ``oncall-toggle <project>``: flip one project. A
+    project's own ``auto_monitor`` in projects.yaml wins over the default (the reply says so)."""
+    projects = ctx.cfg.projects.projects
+    if project is not None and project not in projects:
+        raise InputError(f"unknown project {project!r}", hint=f"one of: {', '.join(projects)}")
+    with files.oncall_state().update() as state:
+        if project is not None:
+            now_on = not ctx.auto_monitor(project)
+            state.auto_monitor_projects[project] = now_on
+        else:
+            current = state.auto_monitor
+            now_on = not (ctx.cfg.harness.auto_monitor if current is None else current)
+            state.auto_monitor = now_on
+    word = "on" if now_on else "off"
+    if project is not None:
+        return f"auto-monitor of new tickets in {project} is now {word}"
+    lines = [f"auto-monitor of new tickets is now {word} (the default)"]
+    state = files.oncall_state().read()
+    for name, conf in projects.items():
+        if name in state.auto_monitor_projects:
+            own = "on" if state.auto_monitor_projects[name] else "off"
+            lines.append(f"• {name} keeps its own toggle ({own}, `oncall-toggle {name}`)")
+        elif conf.auto_monitor is not None:
+            own = "on" if conf.auto_monitor else "off"
+            lines.append(f"• {name} keeps its own setting ({own}, projects.yaml)")
+    return "\n".join(lines)

@@ -19,13 +19,15 @@ USAGE = """\
 admin commands (send them in your self-DM, prefixed with "admin:"):
   task <jira> [--auto]              analyze, implement and open the MR for a Jira ticket
   oncall-run <slack-url>            investigate the ticket in that Slack thread
-  oncall-toggle                     turn auto-monitoring of new tickets on/off
+  oncall-toggle [project]           turn auto-monitoring of new tickets on/off
   mr rescan|pause|resume <mr>       poll one MR again / mute or unmute its auto-replies
   oncall pause [duration]           mute automatic dispatch (e.g. 30m, 2h, 1d); none = until resume
   oncall resume | oncall status     end the pause / report what is paused and held back
   finalize <case>                   roll up gap reports into the improvement MR now
   register-thread <slack-url> <case>  link a Slack thread to a case
   close-case <case>                 mark a case finished
+  reopen <case>                     put a failed/stuck/closed case back for approval
+  accept-checks <case>              accept the change to the required checks (MR leaves draft)
   gap-patterns                      cluster gap reports across cases now
   help                              this message"""
 
@@ -42,7 +44,8 @@ class AdminUsage(Exception):
 class AdminCommand:
     verb: str
     """task, oncall-run, oncall-toggle, mr-rescan, mr-pause, mr-resume, oncall-pause,
-    oncall-resume, oncall-status, finalize, register-thread, close-case, gap-patterns, help."""
+    oncall-resume, oncall-status, finalize, register-thread, close-case, reopen, accept-checks,
+    gap-patterns, help."""
     args: tuple[str, ...] = ()
     flags: frozenset[str] = field(default_factory=frozenset)
     duration: timedelta | None = None
@@ -74,13 +77,15 @@ def parse_duration(text: str) -> timedelta:
     return span
 
 
-_ARITY: dict[str, tuple[int, str]] = {
+_ARITY: dict[str, tuple[int, str]] = {  # -1: zero or one argument
     "task": (1, "task <jira> [--auto]"),
     "oncall-run": (1, "oncall-run <slack-url>"),
-    "oncall-toggle": (0, "oncall-toggle"),
+    "oncall-toggle": (-1, "oncall-toggle [project]"),
     "finalize": (1, "finalize <case>"),
     "register-thread": (2, "register-thread <slack-url> <case>"),
     "close-case": (1, "close-case <case>"),
+    "reopen": (1, "reopen <case>"),
+    "accept-checks": (1, "accept-checks <case>"),
     "gap-patterns": (0, "gap-patterns"),
     "help": (0, "help"),
 }
@@ -110,7 +115,7 @@ def parse_admin(text: str) -> AdminCommand:
     if head not in _ARITY:
         raise AdminUsage(f"unknown admin command {head!r}")
     arity, usage = _ARITY[head]
-    if len(args) != arity:
+    if len(args) != arity and not (arity == -1 and len(args) <= 1):
         raise AdminUsage(f"usage: {usage}")
     allowed = {"--auto"} if head == "task" else set()
     if flags - allowed:

@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from harness_cli import dispatch
 from harness_cli.config import Config
@@ -16,6 +16,9 @@ from harness_cli.logs import event
 from harness_cli.ops.outbound import Outbound
 from harness_cli.services.slack import RateLimited, Slack
 from harness_cli.state import files
+
+if TYPE_CHECKING:
+    from harness_cli.intake.lifecycle import Lifecycle
 
 log = logging.getLogger("harness.intake")
 T = TypeVar("T")
@@ -39,6 +42,17 @@ class Tally:
     calls: int = 0
     rate_limited_waits: float = 0.0
     ended_early: str = ""
+    recovered: list[str] = field(default_factory=list)
+    """Messages a killed or failed run left unfinished, finished by this one."""
+    parked: list[str] = field(default_factory=list)
+    replayed: list[str] = field(default_factory=list)
+    """Held work dispatched because the pause is over."""
+    recognised: list[str] = field(default_factory=list)
+    """Tickets already held as cases in the workspace (e.g. by another machine)."""
+    history: list[str] = field(default_factory=list)
+    """Admin commands and replies older than this HARNESS_HOME's install: not executed."""
+    channel_errors: list[str] = field(default_factory=list)
+    threads_polled: int = 0
 
 
 @dataclass
@@ -50,9 +64,17 @@ class Intake:
     budget_seconds: float = 30.0
     tally: Tally = field(default_factory=Tally)
     started: float = field(default_factory=time.monotonic)
-    batch_sync: bool = False
-    """A poll cycle commits the cases it opened once, at its end (``flush``); the listener,
-    which handles one event at a time, commits each at once."""
+    lifecycle: Lifecycle | None = None
+    """Set while poll-slack or listen handles messages: the workspace commit is then part of
+    the lifecycle's "done" (one commit for the batch), not of each write."""
+    redelivery: bool = False
+    """The message being handled was seen before (a takeover or a retry): its effects may
+    already partly exist, so each is looked for before it is made."""
+    command_ts: str = ""
+    """The Slack ts of the admin command being executed (the key of what it dispatches)."""
+    history_before: float = 0.0
+    """Epoch second of this HARNESS_HOME's install: older admin commands and replies are
+    history (0: no such rule, e.g. a home that predates it)."""
 
     @property
     def operator(self) -> str:
@@ -70,21 +92,22 @@ class Intake:
             for channel in project.slack_channels
         }
 
+    @property
+    def deferred(self) -> bool:
+        """Writes leave the workspace commit to the lifecycle (poll-slack, listen)."""
+        return self.lifecycle is not None
+
     def auto_monitor(self, project: str) -> bool:
-        """oncall-toggle's override, else the project's setting, else harness.yaml's."""
-        override = files.oncall_state().read().auto_monitor
-        if override is not None:
-            return override
+        """``oncall-toggle <project>``'s override, else the project's own setting in
+        projects.yaml, else ``oncall-toggle``'s default, else harness.yaml's: a project that
+        says what it wants keeps it when the operator flips the default."""
+        state = files.oncall_state().read()
+        if project in state.auto_monitor_projects:
+            return state.auto_monitor_projects[project]
         own = self.cfg.projects.projects[project].auto_monitor
-        return self.cfg.harness.auto_monitor if own is None else own
-
-    def flush(self) -> None:
-        """Commit and push the cases this run opened, in one sync."""
-        if self.batch_sync and self.tally.new_cases:
-            from harness_cli.workspace import registry
-
-            count = len(self.tally.new_cases)
-            registry.sync(f"poll-slack: {count} new case(s)", self.cfg.harness.thresholds)
+        if own is not None:
+            return own
+        return self.cfg.harness.auto_monitor if state.auto_monitor is None else state.auto_monitor
 
     def call(self, fn: Callable[[], T]) -> T:
         """One Slack call, honouring 429 Retry-After inside the cycle budget."""
@@ -111,10 +134,9 @@ class Intake:
         thread_ts: str = "",
         args: dict[str, object] | None = None,
     ) -> bool:
-        """Dispatch a workflow unless the pause holds it back (automatic triggers only)."""
-        if not pause.allow(trigger.kind, case_id=case_id, detail=f"{workflow} ({trigger.kind})"):
-            self.tally.held_back.append(f"{workflow} {case_id}")
-            return False
+        """Dispatch a workflow unless the pause holds it back (automatic triggers only: those are
+        queued and replayed when the pause ends). Idempotent by the payload key (one event, one
+        dispatch, however often a crashed run retries it)."""
         payload = dispatch.Payload(
             workflow=workflow,
             case_id=case_id,
@@ -124,6 +146,20 @@ class Intake:
             trigger=trigger,
             args=dict(args or {}),
         )
-        dispatch.dispatch(payload, backend=self.backend)
-        self.tally.dispatched.append(f"{workflow} {case_id}")
+        payload.key = dispatch.idempotency_key(payload)
+        detail = f"{workflow} ({trigger.kind})"
+        if not pause.allow(
+            trigger.kind, case_id=case_id, detail=detail, payload=payload.model_dump(mode="json")
+        ):
+            self.tally.held_back.append(f"{workflow} {case_id}")
+            return False
+        if not dispatch.dispatch(payload, backend=self.backend).duplicate:
+            self.tally.dispatched.append(f"{workflow} {case_id}")
         return True
+
+    def trigger(self, user: str | None = None) -> dispatch.Trigger:
+        """The trigger of what an admin command starts: the operator's intent, keyed by the
+        command's Slack ts when it came from Slack."""
+        return dispatch.Trigger(
+            kind="admin_command", user=user or self.operator, ts=self.command_ts
+        )

@@ -2,9 +2,11 @@
 
 "Socket Mode delivers thread replies with sub-second latency, but WebSocket connections drop.
 The poller acts as the safety net [...] and both share a socket-dedup file so no message is
-dispatched twice." So: ack every envelope at once (Slack wants it within 3 s), claim the message
-in the shared dedup set, and hand it to the same code the poller uses. Reconnection after a drop
-is slack_sdk's (``auto_reconnect_enabled``); losing this process loses nothing.
+dispatched twice." So: ack every envelope at once (Slack wants it within 3 s), then run the
+message through the same lifecycle as the poller (:mod:`harness_cli.intake.lifecycle`): recorded
+as seen before anything else, done after its commit. Reconnection after a drop is slack_sdk's
+(``auto_reconnect_enabled``); losing this process — even mid-message — loses nothing: the next
+poll-slack cycle takes over what it left in flight.
 """
 
 from __future__ import annotations
@@ -13,14 +15,14 @@ import logging
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, Literal
 
 from harness_cli.errors import ConfigError
-from harness_cli.intake import messages
+from harness_cli.intake import bootstrap
 from harness_cli.intake.context import Intake
+from harness_cli.intake.lifecycle import Lifecycle, find_thread
 from harness_cli.logs import event
 from harness_cli.ops.outbound import is_own_post
-from harness_cli.state import dedup, files
 from harness_cli.state.models import ThreadMap
 
 log = logging.getLogger("harness.listen")
@@ -43,21 +45,13 @@ def handle_event(ctx: Intake, payload: dict[str, Any]) -> str:
     thread_ts = str(ev.get("thread_ts") or "")
     if thread_ts and thread_ts != ts:
         key = ThreadMap.key(channel, thread_ts)
-        entry = files.oncall_thread_map().read().threads.get(
-            key
-        ) or files.task_thread_map().read().threads.get(key)
+        entry = find_thread(key)
         if entry is None or entry.closed or entry.evicted:
             return "ignored: reply in an untracked thread"
-        if not _claim(ctx, channel, ts):
-            return "duplicate"
-        _guarded(ctx, channel, ts, lambda: messages.reply(ctx, entry, ev))
-        return "reply"
+        return _through_lifecycle(ctx, channel, ev, kind="reply", thread=key) or "reply"
     if channel not in ctx.support_channels() and channel != ctx.self_dm:
         return "ignored: not a polled channel"
-    if not _claim(ctx, channel, ts):
-        return "duplicate"
-    _guarded(ctx, channel, ts, lambda: messages.top_level(ctx, channel, ev))
-    return "top-level"
+    return _through_lifecycle(ctx, channel, ev, kind="top") or "top-level"
 
 
 def _own_post(ev: dict[str, Any], channel: str) -> bool:
@@ -70,19 +64,31 @@ def _own_post(ev: dict[str, Any], channel: str) -> bool:
         time.sleep(0.1)
 
 
-def _claim(ctx: Intake, channel: str, ts: str) -> bool:
-    t = ctx.cfg.harness.thresholds
-    key = dedup.message_key(channel, ts)
-    return bool(dedup.claim([key], ttl_hours=t.dedup_ttl_hours, max_entries=t.dedup_max_entries))
-
-
-def _guarded(ctx: Intake, channel: str, ts: str, work: Any) -> None:
+def _through_lifecycle(
+    ctx: Intake,
+    channel: str,
+    ev: dict[str, Any],
+    *,
+    kind: Literal["top", "reply"],
+    thread: str = "",
+) -> str:
+    """Seen → handled → done, as in a poll cycle; "" when it went through."""
     ctx.started = time.monotonic()  # each event gets the whole rate-limit budget
+    life = Lifecycle(ctx, label="listen")
+    ctx.lifecycle = life
     try:
-        work()
-    except Exception as exc:  # noqa: BLE001 - give it back to the poller, keep listening
-        dedup.release([dedup.message_key(channel, ts)])
-        event(log, "listen_event_failed", logging.ERROR, channel=channel, ts=ts, error=repr(exc))
+        bootstrap.ensure(ctx)
+        held = life.record(channel, [ev], kind=kind, thread=thread)
+        if not held:
+            return "duplicate"
+        life.run(held)
+    except Exception as exc:  # noqa: BLE001 - the poller takes over; keep listening
+        event(log, "listen_event_failed", logging.ERROR, channel=channel, ts=ev.get("ts"),
+              error=repr(exc))  # fmt: skip
+    finally:
+        life.close()
+        ctx.lifecycle = None
+    return ""
 
 
 def listen(ctx: Intake, *, stop: threading.Event, ping_interval: float = 5.0) -> None:

@@ -2,8 +2,9 @@
 listener alike: a new ticket, a reply in a case thread, an admin command, the harness's own
 post, or noise.
 
-Every message arrives here already claimed in the shared dedup set, so it is handled once,
-whichever path saw it first.
+Every message arrives here already recorded as seen in the shared ledger (see
+:mod:`harness_cli.intake.lifecycle`), so it is handled once, whichever path saw it first — and,
+after a crash, handled again with every effect idempotent.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import logging
 from harness_cli import dispatch
 from harness_cli.config import all_jira_prefixes, extract_jira_key, resolve_project
 from harness_cli.errors import ServiceError
-from harness_cli.intake import admin
+from harness_cli.faults import crash_point
+from harness_cli.intake import admin, case_thread
 from harness_cli.intake.admin_parser import is_admin_text
 from harness_cli.intake.context import BudgetExhausted, Intake
 from harness_cli.logs import event
 from harness_cli.ops.outbound import is_own_post
 from harness_cli.services.slack import Message
-from harness_cli.state import files
 from harness_cli.state.models import ThreadEntry
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import Source, derive_case_id
@@ -59,6 +60,9 @@ def top_level(ctx: Intake, channel: str, message: Message) -> None:
         return
     if channel == ctx.self_dm:
         if user == ctx.operator and is_admin_text(text):
+            if is_history(ctx, ts):
+                ctx.tally.history.append(f"{channel}/{ts}: {text.strip()[:80]}")
+                return
             admin.from_slack(ctx, text, channel=channel, ts=ts)
         else:
             ctx.tally.ignored.append(f"{channel}/{ts}: not an admin command")
@@ -73,13 +77,23 @@ def top_level(ctx: Intake, channel: str, message: Message) -> None:
     open_ticket(ctx, channel, message, trigger_kind="new_ticket")
 
 
-def open_ticket(ctx: Intake, channel: str, message: Message, *, trigger_kind: str) -> str:
+def open_ticket(
+    ctx: Intake, channel: str, message: Message, *, trigger_kind: str, trigger_ts: str = ""
+) -> str:
     """A ticket → its case (dir, message.json, case.json, thread maps, a case thread in the
-    self-DM) → ``investigate`` when auto-monitor is on. Returns the case id. Idempotent."""
+    self-DM) → ``investigate`` when auto-monitor is on. Returns the case id.
+
+    Idempotent, and safe to redo after a crash at any step: each effect is keyed (see
+    :mod:`harness_cli.intake.lifecycle`). A ticket seen for the first time whose case already
+    exists — another machine's, or a second ticket naming the same Jira key — joins that case
+    and starts nothing; only a redelivery of the case's own originating message (a run died
+    half way) goes on to the dispatch, which the payload key makes happen once."""
     ts, user, text = str(message["ts"]), str(message.get("user", "")), str(message.get("text", ""))
     jira = extract_jira_key(text, all_jira_prefixes(ctx.cfg.projects))
     project = resolve_project(ctx.cfg.projects, jira_key=jira, channel=channel)
-    case_id = derive_case_id(jira=jira, channel=channel, ts=ts)
+    case_id = registry.case_by_source(channel, ts) or derive_case_id(
+        jira=jira, channel=channel, ts=ts
+    )
     permalink = _permalink(ctx, channel, ts)
     opened = registry.open_case(
         ctx.cfg.harness.thresholds,
@@ -90,29 +104,34 @@ def open_ticket(ctx: Intake, channel: str, message: Message, *, trigger_kind: st
         jira=jira,
         message={**message, "channel": channel, "permalink": permalink},
         source=Source(channel=channel, thread_ts=ts, user=user, permalink=permalink),
-        sync_now=not ctx.batch_sync,
+        sync_now=not ctx.deferred,
     )
+    project = opened.case.project
     registry.register_thread(opened.case, channel=channel, thread_ts=ts, role="ticket")
-    if not _case_thread(case_id):
-        parent = ctx.out.post(
-            ctx.self_dm,
-            f"New ticket in <#{channel}> → case *{case_id}* ({project})\n{permalink}\n"
-            f"> {_title(text, 300)}",
-        )
-        registry.register_thread(
-            opened.case, channel=ctx.self_dm, thread_ts=parent, role="case_thread"
-        )
+    crash_point("intake.thread_map")
+    own = opened.case.source.channel == channel and opened.case.source.thread_ts == ts
+    case_thread.ensure(
+        ctx,
+        opened.case,
+        text=f"New ticket in <#{channel}> → {case_thread.marker(case_id)} ({project})\n"
+        f"{permalink}\n> {_title(text, 300)}",
+        fresh=opened.created,
+        since=ts,
+    )
     if opened.created:
         ctx.tally.new_cases.append(case_id)
         event(log, "ticket_opened", case_id=case_id, project=project, channel=channel, ts=ts)
-    if not opened.created and trigger_kind == "new_ticket":
-        return case_id  # a second ticket naming the same Jira key joins the case
+    elif trigger_kind == "new_ticket" and not (own and ctx.redelivery):
+        # Already held as a case: by another machine (or an earlier install), or this is a
+        # second ticket naming the same Jira key. It joins the case; nothing new starts.
+        ctx.tally.recognised.append(case_id)
+        return case_id
     if trigger_kind == "admin_command" or ctx.auto_monitor(project):
         ctx.start(
             "investigate",
             case_id=case_id,
             case_dir=str(opened.dir),
-            trigger=dispatch.Trigger(kind=trigger_kind, ts=ts, user=user),
+            trigger=dispatch.Trigger(kind=trigger_kind, ts=trigger_ts or ts, user=user),
             channel=channel,
             thread_ts=ts,
         )
@@ -127,9 +146,15 @@ def reply(ctx: Intake, entry: ThreadEntry, message: Message) -> None:
     ts, user, text = str(message["ts"]), str(message.get("user", "")), str(message.get("text", ""))
     if is_noise(message, entry.channel) or ts == entry.thread_ts:
         return
+    if is_history(ctx, ts):
+        ctx.tally.history.append(f"{entry.channel}/{ts}: {text.strip()[:80]}")
+        return
     if user == ctx.operator:
         if entry.channel == ctx.self_dm and is_admin_text(text):
             admin.from_slack(ctx, text, channel=entry.channel, ts=ts, thread_ts=entry.thread_ts)
+            return
+        if entry.role == "admin":
+            ctx.tally.ignored.append(f"{entry.channel}/{ts}: not an admin command")
             return
         kind = "operator_reply"
     elif entry.channel == ctx.self_dm:
@@ -164,11 +189,13 @@ def _permalink(ctx: Intake, channel: str, ts: str) -> str:
         return f"{channel}/{ts}"
 
 
-def _case_thread(case_id: str) -> ThreadEntry | None:
-    return next(
-        (t for t in files.oncall_thread_map().read().for_case(case_id) if t.role == "case_thread"),
-        None,
-    )
+def is_history(ctx: Intake, ts: str) -> bool:
+    """Older than this HARNESS_HOME's install: what the operator said before this machine was
+    listening is history, not intent (a fresh home must not re-run the last hour)."""
+    try:
+        return bool(ctx.history_before) and float(ts) < ctx.history_before
+    except ValueError:
+        return False
 
 
 def _title(text: str, limit: int = 80) -> str:

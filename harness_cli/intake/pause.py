@@ -5,6 +5,10 @@ operator's own admin commands or in-thread actions." Version one paused the resu
 version two paused too narrowly and a reviewer auto-reply fired while "paused". So every dispatch
 site asks one question here — is this *automatic* work caused by someone else? — and only that
 is held back (and remembered, so ``status`` can say what was held).
+
+Held work is not dropped: a dispatch held with its payload joins the ``held_work`` queue of
+``oncall-state.json``, which :mod:`harness_cli.intake.held` replays exactly once, in order, when
+the pause ends — by ``resume`` or by its duration running out.
 """
 
 from __future__ import annotations
@@ -12,12 +16,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness_cli import clock
 from harness_cli.logs import event
 from harness_cli.state import files
-from harness_cli.state.models import HeldBack, OncallState
+from harness_cli.state.models import HeldBack, HeldWork, OncallState
 
 if TYPE_CHECKING:
     from harness_cli.ops.outbound import Outbound
@@ -26,6 +30,9 @@ log = logging.getLogger("harness.pause")
 
 HELD_BACK_LIMIT = 200
 """The held-back list is bounded; status reports the newest entries and the total."""
+HELD_WORK_LIMIT = 2000
+"""The replay queue is bounded too (weeks of tickets); past it the oldest item is dropped and
+logged as an error, never silently."""
 
 AUTOMATIC = frozenset(
     {"new_ticket", "ticket_reply", "review_note", "ci_failed", "ci_event", "pagerduty"}
@@ -43,6 +50,8 @@ class PauseView:
     by: str
     held_back: list[HeldBack]
     held_back_total: int
+    held_work: list[HeldWork]
+    """Dispatches waiting to be replayed (also after the pause ended, until they are)."""
 
 
 def active(state: OncallState, now: datetime | None = None) -> bool:
@@ -113,12 +122,17 @@ def view() -> PauseView:
         by=state.paused_by if on else "",
         held_back=list(state.held_back) if on else [],
         held_back_total=state.held_back_total if on else 0,
+        held_work=list(state.held_work),
     )
 
 
-def allow(trigger: str, *, case_id: str, detail: str = "") -> bool:
+def allow(
+    trigger: str, *, case_id: str, detail: str = "", payload: dict[str, Any] | None = None
+) -> bool:
     """May this dispatch go ahead? Operator intent always may; automatic work is held back (and
-    recorded) while paused. Unknown trigger kinds count as automatic: silence is the safe side."""
+    recorded) while paused. Unknown trigger kinds count as automatic: silence is the safe side.
+    With ``payload`` the held dispatch is queued to be replayed when the pause ends (once: a
+    payload whose ``key`` is already queued is not queued again)."""
     if trigger in OPERATOR:
         return True
     state = files.oncall_state().read()
@@ -127,10 +141,39 @@ def allow(trigger: str, *, case_id: str, detail: str = "") -> bool:
     with files.oncall_state().update() as state:
         if not active(state):
             return True
+        now = clock.now()
         state.held_back.append(
-            HeldBack(at=clock.now(), trigger=trigger, case_id=case_id, detail=detail[:200])
+            HeldBack(at=now, trigger=trigger, case_id=case_id, detail=detail[:200])
         )
         del state.held_back[:-HELD_BACK_LIMIT]
         state.held_back_total += 1
-    event(log, "held_back_while_paused", case_id=case_id, trigger=trigger)
+        if payload is not None:
+            workflow = str(payload.get("workflow", ""))
+            item = HeldWork(
+                at=now, workflow=workflow, case_id=case_id, trigger=trigger, payload=payload
+            )
+            _enqueue(state, item)
+    event(
+        log, "held_back_while_paused", case_id=case_id, trigger=trigger, queued=payload is not None
+    )
     return False
+
+
+def _enqueue(state: OncallState, item: HeldWork) -> None:
+    key = item.payload.get("key")
+    if key and any(h.payload.get("key") == key for h in state.held_work):
+        return
+    state.held_work.append(item)
+    if len(state.held_work) > HELD_WORK_LIMIT:
+        dropped = state.held_work.pop(0)
+        event(log, "held_work_overflow", logging.ERROR, case_id=dropped.case_id,
+              workflow=dropped.workflow, limit=HELD_WORK_LIMIT)  # fmt: skip
+
+
+def pop_held(key: str, first: HeldWork) -> None:
+    """Drop a replayed item (the first of the queue, or the one with its payload ``key``)."""
+    with files.oncall_state().update() as state:
+        for i, item in enumerate(state.held_work):
+            if item == first or (key and item.payload.get("key") == key):
+                del state.held_work[i]
+                return

@@ -1,12 +1,15 @@
-"""One poll-slack cycle: every support channel and the self-DM, then the live case threads.
+"""One poll-slack cycle: the self-DM, every support channel, then the live case threads.
 
-Two production scars shape it (reference, Layer 1):
+Production scars that shape it (reference, Layer 1, and issue #13):
 - *Eventual consistency*: history lags 1–30 s, so a cursor that jumps to "now" on an empty poll
   skips, for good, what was still invisible. Cursors freeze on empty polls and otherwise stay
-  ``read_lag_window_seconds`` behind the newest message; the shared dedup set drops repeats.
-- *Dead-thread storms*: polling threads whose parent was deleted cost a call each per cycle and
-  caused hours of 429s (12 retries a cycle). A thread answering ``thread_not_found`` is evicted
-  at once; closed cases are not polled.
+  ``read_lag_window_seconds`` behind the newest message; the shared ledger drops repeats.
+- *Kills mid-cycle*: every message is recorded before it is acted on and marked done only after
+  the workspace commit (:mod:`harness_cli.intake.lifecycle`); a cycle starts by finishing what a
+  killed run left.
+- *One broken channel*: the self-DM is polled first and always; a channel that fails is reported
+  to the operator once per change and the others go on.
+- *Dead-thread storms and fairness*: see :mod:`harness_cli.intake.threads`.
 """
 
 from __future__ import annotations
@@ -15,125 +18,124 @@ import logging
 from datetime import timedelta
 
 from harness_cli import clock
-from harness_cli.errors import ServiceError
-from harness_cli.intake import messages, pause
+from harness_cli.errors import HarnessError, ServiceError
+from harness_cli.intake import bootstrap, held, pause, threads
 from harness_cli.intake.context import BudgetExhausted, Intake
+from harness_cli.intake.lifecycle import Lifecycle
 from harness_cli.logs import event
-from harness_cli.services.slack import Message, ThreadGone
-from harness_cli.state import dedup, files
-from harness_cli.state.models import ChannelCursor, ThreadEntry, ThreadMap
+from harness_cli.services.slack import Message
+from harness_cli.state import files
+from harness_cli.state.models import ChannelCursor
 
 log = logging.getLogger("harness.poll")
 
 
 def poll_cycle(ctx: Intake) -> None:
-    channels = [*ctx.support_channels(), ctx.self_dm]
-    ctx.batch_sync = True
+    life = Lifecycle(ctx, label="poll-slack")
+    ctx.lifecycle = life
     try:
-        pause.tell_if_unreadable(ctx.out, ctx.self_dm)
-    except ServiceError as exc:  # Slack unreachable: error.log has it; the DM waits a cycle
-        ctx.tally.errors.append(f"DM about the unreadable kill switch: {exc.line()}")
-    try:
-        for channel in dict.fromkeys(channels):
-            poll_channel(ctx, channel)
-        for entry in live_threads():
-            poll_thread(ctx, entry)
+        try:
+            pause.tell_if_unreadable(ctx.out, ctx.self_dm)
+        except ServiceError as exc:  # Slack unreachable: error.log has it; the DM waits a cycle
+            ctx.tally.errors.append(f"DM about the unreadable kill switch: {exc.line()}")
+        bootstrap.ensure(ctx)
+        replayed = held.replay(ctx.backend)  # a timed pause that ran out
+        ctx.tally.replayed += replayed
+        ctx.tally.dispatched += replayed
+        life.recover()
+        channels = list(dict.fromkeys([ctx.self_dm, *ctx.support_channels()]))
+        failures = [f for f in (poll_channel(ctx, life, c) for c in channels) if f is not None]
+        if len(failures) == len(channels):
+            raise failures[0]  # not one channel: Slack itself (the network, the token) fails
+        threads.poll_threads(ctx)
     except BudgetExhausted as exc:
         ctx.tally.ended_early = f"rate limited past the cycle budget ({exc}); cursors kept"
         event(log, "poll_cycle_ended_early", logging.WARNING, reason=str(exc))
     finally:
-        ctx.flush()
+        life.close()
+        ctx.lifecycle = None
+    bootstrap.report(ctx)
 
 
-def poll_channel(ctx: Intake, channel: str) -> None:
+def poll_channel(ctx: Intake, life: Lifecycle, channel: str) -> ServiceError | None:
+    """Read one channel from its cursor and hand what is new to the lifecycle; a Slack error
+    is returned (and reported once), never raised: the other channels go on."""
     t = ctx.cfg.harness.thresholds
     cursor = files.slack_cursors().read().channels.get(channel)
     if cursor is None:
         start = clock.now() - timedelta(minutes=t.first_poll_lookback_minutes)
         cursor = ChannelCursor(oldest=f"{start.timestamp():.6f}")
-    found = ctx.call(lambda: ctx.slack.history(channel, oldest=cursor.oldest, inclusive=True))
-    failed = _handle(ctx, channel, found, lambda m: messages.top_level(ctx, channel, m))
+    oldest = cursor.oldest
+    try:
+        found = ctx.call(lambda: ctx.slack.history(channel, oldest=oldest, inclusive=True))
+    except BudgetExhausted:
+        raise
+    except ServiceError as exc:
+        _failing(ctx, channel, exc)
+        return exc
+    held_now = life.record(channel, found, kind="top")
+    _advance(ctx, channel, cursor, found)
+    life.run(held_now)
+    return None
+
+
+def _advance(ctx: Intake, channel: str, cursor: ChannelCursor, found: list[Message]) -> None:
+    """Move the cursor (what was found is recorded in the ledger already) and note the channel
+    reads fine again if it had been failing."""
+    t = ctx.cfg.harness.thresholds
+    healed = ""
     with files.slack_cursors().update() as state:
         current = state.channels.setdefault(channel, ChannelCursor(oldest=cursor.oldest))
         current.updated_at = clock.now()
+        if current.failing:
+            healed, current.failing, current.failing_since = current.failing, "", None
         if not found:
             current.empty_polls += 1  # frozen: the next poll reads the same window again
-            return
-        current.empty_polls = 0
-        newest = max(float(m["ts"]) for m in found)
-        target = max(float(current.oldest), newest - t.read_lag_window_seconds)
-        if failed:  # never move past a message that still has to be handled
-            target = min(target, min(float(ts) for ts in failed))
-        if target > float(current.oldest):
-            current.oldest = f"{target:.6f}"
+        else:
+            current.empty_polls = 0
+            newest = max(float(m["ts"]) for m in found)
+            target = max(float(current.oldest), newest - t.read_lag_window_seconds)
+            if target > float(current.oldest):
+                current.oldest = f"{target:.6f}"
+    if healed:
+        _tell(ctx, channel, f"<#{channel}> ({channel}) reads again; its tickets flow as usual.")
 
 
-def live_threads() -> list[ThreadEntry]:
-    """Threads that can have new activity: not closed, not evicted."""
-    entries: list[ThreadEntry] = []
-    for handle in (files.oncall_thread_map(), files.task_thread_map()):
-        entries += [t for t in handle.read().threads.values() if not t.closed and not t.evicted]
-    return entries
-
-
-def poll_thread(ctx: Intake, entry: ThreadEntry) -> None:
-    t = ctx.cfg.harness.thresholds
-    oldest = entry.thread_ts
-    if entry.last_seen_ts:
-        behind = float(entry.last_seen_ts) - t.read_lag_window_seconds
-        oldest = f"{max(float(entry.thread_ts), behind):.6f}"
-    try:
-        found = ctx.call(lambda: ctx.slack.replies(entry.channel, entry.thread_ts, oldest=oldest))
-    except ThreadGone:
-        evict(entry)
-        ctx.tally.evicted.append(f"{entry.channel}/{entry.thread_ts}")
+def _failing(ctx: Intake, channel: str, exc: ServiceError) -> None:
+    """Say it once, then stay quiet until the error changes (or heals)."""
+    line = exc.line()
+    ctx.tally.channel_errors.append(f"{channel}: {line}")
+    state = files.slack_cursors().read().channels.get(channel)
+    if state is not None and state.failing == line:
+        event(log, "channel_still_failing", logging.WARNING, channel=channel, error=line)
         return
-    replies = [m for m in found if m.get("ts") != entry.thread_ts]
-    _handle(ctx, entry.channel, replies, lambda m: messages.reply(ctx, entry, m))
-    if replies:
-        newest = max(str(m["ts"]) for m in replies)
-        if newest != entry.last_seen_ts:
-            _update_entry(entry, last_seen_ts=newest)
-
-
-def evict(entry: ThreadEntry) -> None:
-    """thread_not_found: the thread drops out of every later cycle, at once."""
-    _update_entry(entry, evicted=True)
-    event(
-        log,
-        "thread_evicted",
-        case_id=entry.case_id,
-        channel=entry.channel,
-        thread_ts=entry.thread_ts,
+    event(log, "channel_failing", logging.ERROR, channel=channel, error=line)
+    where = (
+        "your self-DM (admin commands cannot reach me)"
+        if channel == ctx.self_dm
+        else (f"<#{channel}> ({channel})")
     )
+    told = _tell(
+        ctx,
+        channel,
+        f"I cannot read {where}: {line}. Its messages wait in Slack until it reads again; "
+        "the other channels go on. I will say it again only if the error changes.",
+    )
+    if told:
+        with files.slack_cursors().update() as fresh:
+            cursor = fresh.channels.get(channel)
+            if cursor is None:
+                start = clock.now() - timedelta(
+                    minutes=ctx.cfg.harness.thresholds.first_poll_lookback_minutes
+                )
+                cursor = fresh.channels[channel] = ChannelCursor(oldest=f"{start.timestamp():.6f}")
+            cursor.failing, cursor.failing_since = line, cursor.failing_since or clock.now()
 
 
-def _update_entry(entry: ThreadEntry, **changes: object) -> None:
-    key = ThreadMap.key(entry.channel, entry.thread_ts)
-    for handle in (files.oncall_thread_map(), files.task_thread_map()):
-        with handle.update() as tmap:
-            if key in tmap.threads and tmap.threads[key].case_id == entry.case_id:
-                for name, value in changes.items():
-                    setattr(tmap.threads[key], name, value)
-
-
-def _handle(ctx: Intake, channel: str, found: list[Message], handler: object) -> list[str]:
-    """Claim each message in the shared dedup set, handle the ones we won; a failure gives the
-    claim back so the next cycle retries it. Returns the ts values that failed."""
-    t = ctx.cfg.harness.thresholds
-    keys = {dedup.message_key(channel, str(m["ts"])): m for m in found if "ts" in m}
-    won = dedup.claim(list(keys), ttl_hours=t.dedup_ttl_hours, max_entries=t.dedup_max_entries)
-    failed: list[str] = []
-    for key in won:
-        message = keys[key]
-        try:
-            handler(message)  # type: ignore[operator]
-        except BudgetExhausted:
-            dedup.release([key, *won[won.index(key) + 1 :]])
-            raise
-        except Exception as exc:  # noqa: BLE001 - one bad message must not stop the cycle
-            dedup.release([key])
-            failed.append(str(message["ts"]))
-            ctx.tally.errors.append(f"{key}: {type(exc).__name__}: {exc}")
-            event(log, "message_failed", logging.ERROR, key=key, error=repr(exc))
-    return failed
+def _tell(ctx: Intake, channel: str, text: str) -> bool:
+    try:
+        ctx.out.post(ctx.self_dm, text)
+    except HarnessError as exc:
+        event(log, "channel_dm_failed", logging.ERROR, channel=channel, error=exc.line())
+        return False
+    return True

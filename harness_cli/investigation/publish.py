@@ -25,7 +25,6 @@ from harness_cli.investigation.report import CompletionReport
 from harness_cli.investigation.rules import split_actions
 from harness_cli.logs import event
 from harness_cli.ops.outbound import Outbound
-from harness_cli.state import files
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import ConfidencePoint
@@ -150,10 +149,7 @@ def dm_text(case_id: str, line: str, result: LoopResult) -> str:
 
 
 def _post(cfg: Config, case_id: str, line: str, result: LoopResult, out: Outbound) -> str | None:
-    thread = next(
-        (t for t in files.oncall_thread_map().read().for_case(case_id) if t.role == "case_thread"),
-        None,
-    )
+    thread = registry.case_thread(case_id)  # either map: an `admin: task` case's is a task one
     dm = cfg.harness.operator.self_dm_channel
     return out.post(
         dm, dm_text(case_id, line, result), thread_ts=thread.thread_ts if thread else None

@@ -1,5 +1,7 @@
-"""``consolidate --due``: walk every open case and consolidate those whose trigger fires. The
-trigger is read from files only, so a walk where nothing fires makes no model call at all."""
+"""``consolidate --due``: walk every case and consolidate those whose trigger fires. The trigger
+is read from files only, so a walk where nothing fires makes no model call at all. Closed
+cases are walked too: one that closed since its last consolidation fires "a review thread that
+just closed", and one with nothing left to fold in costs a directory listing."""
 
 from __future__ import annotations
 
@@ -41,8 +43,9 @@ def consolidate_due(cfg: Config, *, out: Outbound | None = None) -> DueWalk:
     now = clock.now()
     for summary in registry.list_cases():
         case_id = str(summary.get("id") or "")
-        if not case_id or summary.get("status") == "closed":
-            continue
+        if not case_id:
+            continue  # a closed case too: "a review thread that just closed" is a signal
+
         try:
             folder = registry.case_dir(case_id)
             check = evaluate(

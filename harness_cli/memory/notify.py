@@ -10,19 +10,16 @@ from harness_cli.config import Config
 from harness_cli.errors import HarnessError
 from harness_cli.logs import event
 from harness_cli.ops.outbound import Outbound
-from harness_cli.state import files
 from harness_cli.state.models import ThreadEntry
 
 log = logging.getLogger("harness.memory")
 
 
 def case_thread(case_id: str, kind: str) -> ThreadEntry | None:
-    """The case's thread in the self-DM (its own kind's map first, then the other's)."""
-    for which in dict.fromkeys((kind, "task" if kind == "oncall" else "oncall")):
-        for entry in files.thread_map(which).read().for_case(case_id):
-            if entry.role == "case_thread" and not entry.evicted:
-                return entry
-    return None
+    """The case's thread in the self-DM (either map; ``kind`` is kept for callers)."""
+    from harness_cli.workspace.registry import case_thread as lookup
+
+    return lookup(case_id)
 
 
 def post_to_case(cfg: Config, out: Outbound, case_id: str, kind: str, text: str) -> str:

@@ -14,25 +14,31 @@ import logging
 from harness_cli.config import Config
 from harness_cli.logs import event
 from harness_cli.ops.outbound import Outbound
-from harness_cli.state import files
 from harness_cli.state.models import ThreadEntry
 
 log = logging.getLogger("harness.notify")
 
 
 def case_thread(case_id: str) -> ThreadEntry | None:
-    """The case's own thread in the operator's self-DM (on-call map first), if it has one."""
-    for handle in (files.oncall_thread_map(), files.task_thread_map()):
-        for entry in handle.read().for_case(case_id):
-            if entry.role == "case_thread" and not entry.evicted:
-                return entry
-    return None
+    """The case's own thread in the operator's self-DM (either map), if it has one."""
+    from harness_cli.workspace.registry import case_thread as lookup
+
+    return lookup(case_id)
+
+
+def with_case(case_id: str, text: str) -> str:
+    """#16: every message about a case names it, threaded or not (a DM read out of context, or
+    forwarded, still says which case)."""
+    return text if case_id in text else f"*{case_id}*: {text}"
 
 
 def dm(out: Outbound, cfg: Config, kind: str, text: str, *, case_id: str | None = None) -> str:
-    """Post one notification; returns its ts."""
+    """Post one notification — in the case's thread when it has one, naming the case; returns
+    its ts."""
     channel = cfg.harness.operator.self_dm_channel
     thread = case_thread(case_id) if case_id else None
+    if case_id:
+        text = with_case(case_id, text)
     if thread is not None and thread.channel == channel:
         ts = out.post(channel, text, thread_ts=thread.thread_ts)
     else:

@@ -86,7 +86,7 @@ def _recorded() -> frozenset[str]:
         return cached[2]
     from harness_cli.state import files
 
-    keys = frozenset(k for k in files.socket_dedup().read().seen if k.startswith(OWN_KEY))
+    keys = frozenset(k for k in files.socket_dedup().read().done if k.startswith(OWN_KEY))
     _recorded_cache = (stat.st_mtime, stat.st_size, keys)
     return keys
 

@@ -72,7 +72,7 @@ class RunStatus(Protocol):
 
     def event(self, ev: RunEvent) -> None: ...
 
-    def done(self, summary: str = "") -> None: ...
+    def done(self, summary: str = "", *, limit: int = 200) -> None: ...
 
     def failed(self, reason: str) -> None: ...
 
@@ -129,8 +129,12 @@ class StatusReporter:
             self.status = status
             self._edit(force=False)
 
-    def done(self, summary: str = "") -> None:
-        summary = " ".join(summary.split())[:200]
+    def done(self, summary: str = "", *, limit: int = 200) -> None:
+        """``limit``: a workflow whose closing line is its one outcome message (the dev-agent's
+        MR link, what failed, what changed) allows it more than the default 200 characters."""
+        summary = summary.strip()
+        summary = " ".join(summary.split()) if limit <= 200 else summary
+        summary = summary[:limit]
         self._close(":white_check_mark:", "Done" + (f" — {summary}" if summary else ""))
 
     def failed(self, reason: str) -> None:

@@ -43,6 +43,8 @@ class DemoReport:
     summary: dict[str, Any] = field(default_factory=dict)
     wall_seconds: float = 0.0
     emulator_seconds: float = 0.0
+    unsandboxed: str = ""
+    """Why the agents' commands ran without their sandbox on this machine ("" = they did not)."""
 
     @property
     def ok(self) -> bool:
@@ -245,22 +247,58 @@ STEPS: tuple[Step, ...] = (
 )
 
 
-def _seed_config(root: Path) -> Path:
+def _seed_config(root: Path, runtime: str) -> tuple[Path, str]:
     """The packaged example config (it names the sandbox's channel, users and project) as an
     operator would have it: the three files and the projects' SOPs, no prompts and no
-    STYLE.md/INVESTIGATION.md — those come from the package, as on a real install."""
+    STYLE.md/INVESTIGATION.md — those come from the package, as on a real install.
+
+    On a machine where the agents' sandbox cannot run (no bubblewrap, or no socat for the
+    claude CLI), the demo does what harness.yaml lets an operator do: it opts out, loudly —
+    the returned warning is printed with the result. A real install stays fail-closed."""
     from harness_cli import resources
+    from harness_cli.agents import sandbox
 
     target = root / "agent-config"
+    unboxed = ""
     if not target.exists():
         target.mkdir(parents=True)
         for name in ("harness.yaml", "projects.yaml", "mcp.json"):
             shutil.copy2(resources.example_config() / name, target / name)
+        found = sandbox.problem(runtime)
+        if found is not None:
+            unboxed = (
+                f"{found}: this demo's agent commands run UNSANDBOXED (sandbox.required: false "
+                "in its harness.yaml); install bubblewrap and socat for the real thing"
+            )
+        _adapt_to_machine(target / "harness.yaml", unboxed=bool(unboxed))
     sops = root / "sops"  # harness.yaml's sops_dir is ../sops
     if not sops.exists():
         for project in (p for p in resources.example_sops().iterdir() if p.is_dir()):
             shutil.copytree(project, sops / project.name)
-    return target
+    return target, unboxed
+
+
+DEMO_AUTHOR = "Demo Operator <operator@sandbox.example>"
+"""The demo's commit author on a machine with no git identity (a real install refuses to
+commit without one; the demo's sandbox team has this member)."""
+
+
+def _adapt_to_machine(config: Path, *, unboxed: bool) -> None:
+    """What this machine lacks, the demo's own harness.yaml says: no sandbox → opted out
+    (loudly, by the caller); no git identity → the sandbox team's author."""
+    from harness_cli.delivery.identity import machine_identity
+
+    needs_author = machine_identity() is None
+    if not unboxed and not needs_author:
+        return
+    import yaml
+
+    data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    if unboxed:
+        data.setdefault("sandbox", {})["required"] = False
+    if needs_author:
+        data.setdefault("delivery", {})["commit_author"] = DEMO_AUTHOR
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
 
 
 def demo_runtime(requested: str | None = None) -> str:
@@ -293,14 +331,16 @@ def run_demo(
         subprocess.run(
             ["git", "init", "--bare", "-q", str(root / "remotes" / "workspace.git")], check=True
         )
+        chosen = demo_runtime(runtime)
+        config, report.unsandboxed = _seed_config(root, chosen)
         env = {
             **box.env(),
             "HARNESS_HOME": str(root / "home"),
             "HARNESS_WORKSPACE": str(root / "workspace"),
-            "HARNESS_CONFIG": str(_seed_config(root)),
+            "HARNESS_CONFIG": str(config),
             "HARNESS_DISPATCH": "inline",
             "HARNESS_WORKTREES": str(root / "worktrees"),
-            "HARNESS_RUNTIME": demo_runtime(runtime),
+            "HARNESS_RUNTIME": chosen,
         }
         ticket = f"{SAMPLE_TICKET} ({TICKET_KEY})"
         (root / "ticket.txt").write_text(ticket + "\n", encoding="utf-8")

@@ -84,6 +84,8 @@ class When(BaseModel):
     and none is an error."""
     user_contains: str | None = None
     """The user's own text (not tool results) anywhere in the conversation contains this."""
+    user_matches: str | None = None
+    """A regular expression found (``re.search``, multi-line) in the user's own text."""
     system_contains: str | None = None
     """The system prompt contains this text."""
 
@@ -104,6 +106,8 @@ class When(BaseModel):
                 else bool(results) and not any(r.is_error for r in results)
             ),
             self.user_contains is None or self.user_contains in view.user_text,
+            self.user_matches is None
+            or re.search(self.user_matches, view.user_text, re.MULTILINE) is not None,
             self.system_contains is None or self.system_contains in view.system_text,
         ]
         return all(checks)
@@ -148,6 +152,10 @@ class Rule(BaseModel):
     """Shown in the emulator's records, so a failing scenario says which rule answered."""
     when: When = Field(default_factory=When)
     """Conditions; an empty ``when`` always holds."""
+    capture: dict[str, str] = Field(default_factory=dict)
+    """Variables read from the user's text: ``name: regex`` gives ``{name}`` (the first
+    match's first group, else the whole match) and ``{name_1}``, ``{name_2}`` … (every match),
+    e.g. the discussion ids a prompt names, which a scripted reply must echo."""
     reply: Reply
     """The answer."""
 
@@ -314,12 +322,14 @@ def _render(value: Any, variables: Mapping[str, str]) -> Any:
     return value
 
 
-def _captured(script: Script, view: RequestView) -> dict[str, str]:
+def _captured(patterns: Mapping[str, str], text: str) -> dict[str, str]:
     found: dict[str, str] = {}
-    for name, pattern in script.captures.items():
-        hit = re.search(pattern, view.user_text)
-        if hit:
-            found[name] = hit.group(1) if hit.groups() else hit.group(0)
+    for name, pattern in patterns.items():
+        values = [m.group(1) if m.groups() else m.group(0) for m in re.finditer(pattern, text)]
+        values = list(dict.fromkeys(values))
+        if values:
+            found[name] = values[0]
+        found.update({f"{name}_{n}": v for n, v in enumerate(values, 1)})
     return found
 
 
@@ -334,12 +344,13 @@ def match_request(script: Script | None, view: RequestView) -> Match:
                 continue
             variables = {
                 **script.vars,
-                **_captured(script, view),
+                **_captured(script.captures, view.user_text),
                 "role": view.role,
                 "turn": str(view.turn),
             }
             if view.cwd:
                 variables["cwd"] = view.cwd
+            variables.update(_captured(rule.capture, view.user_text))
             reply = rule.reply
             name = rule.name or f"rule {index}"
             return Match(

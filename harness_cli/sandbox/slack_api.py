@@ -94,6 +94,11 @@ class SlackEmulator(SlackControl):
         method = req.path[len("/api/") :]
         handler = self._methods.get(method)
         events: list[Message] = []
+        retry_after = self.rate_limited(method)
+        if retry_after is not None:
+            return Response.json(
+                {"ok": False, "error": "ratelimited"}, 429, {"Retry-After": str(retry_after)}
+            )
         try:
             if handler is None:
                 raise SlackError("unknown_method")

@@ -1,5 +1,6 @@
 """The test-facing half of the Slack emulator: seeding, injecting messages as other users,
-faults (lag, deletions, dropped sockets), call counts and the state snapshot.
+faults (lag, deletions, dropped sockets, per-method rate limits, Slack-shaped errors per
+channel or thread), call counts and the state snapshot.
 
 Every action exists as a Python method and as ``POST /_control/<action>`` with a JSON body
 of the same keyword arguments (see :meth:`SlackControl.control`).
@@ -8,6 +9,7 @@ of the same keyword arguments (see :meth:`SlackControl.control`).
 from __future__ import annotations
 
 import contextlib
+import math
 import socket
 import threading
 import time
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness_cli.sandbox.httpbase import Emulator, Request
+from harness_cli.sandbox.httpbase import Emulator, Fault, Request
 from harness_cli.sandbox.slack_socket import SocketModeHub
 from harness_cli.sandbox.slack_state import TEAM_ID, Channel, Message, SlackError, User, Workspace
 
@@ -68,6 +70,8 @@ class SlackControl(Emulator):
         )
         # Messages to push over Socket Mode once the state lock is released.
         self._outbox: list[Message] = []
+        # method → (calls allowed per window, window seconds, window start, calls in it)
+        self._rate_limits: dict[str, list[float]] = {}
         if seed:
             self.add_user(OPERATOR, "operator", real_name="Operator")
             self.add_user("U0CUSTOMER", "customer", real_name="Customer")
@@ -154,6 +158,50 @@ class SlackControl(Emulator):
             ch = self.workspace.channel(channel)
             ch.lag_polls, ch.lag_seconds = int(polls), float(seconds)
 
+    def set_rate_limit(self, method: str, calls: int = 0, seconds: float = 60.0) -> None:
+        """Slack's per-method tiers: more than ``calls`` requests to ``method`` within a window
+        of ``seconds`` (by the emulator's clock) answer HTTP 429 ``ratelimited`` with an integer
+        ``Retry-After`` until the window ends. ``calls=0`` removes the limit."""
+        with self.lock:
+            if calls <= 0:
+                self._rate_limits.pop(method, None)
+            else:
+                self._rate_limits[method] = [float(calls), float(seconds), -math.inf, 0.0]
+
+    def rate_limited(self, method: str) -> int | None:
+        """Count one request to ``method``: None when it may pass, else the Retry-After."""
+        with self.lock:
+            limit = self._rate_limits.get(method)
+            if limit is None:
+                return None
+            calls, seconds, start, used = limit
+            now = self.workspace.clock()
+            if now >= start + seconds:
+                limit[2], limit[3] = now, 0.0
+                start, used = now, 0.0
+            if used < calls:
+                limit[3] = used + 1
+                return None
+            return max(1, math.ceil(start + seconds - now))
+
+    def fail(
+        self,
+        method: str,
+        error: str,
+        channel: str | None = None,
+        ts: str | None = None,
+        times: int = 1,
+        status: int = 200,
+    ) -> None:
+        """Answer ``method`` (for ``channel``/``ts`` if given) with Slack's error shape ``times``
+        times (-1: until cleared): ``channel_not_found``, ``not_in_channel``, a transient
+        ``thread_not_found``, or with ``status`` 5xx a server error."""
+        where = {k: v for k, v in (("channel", channel), ("ts", ts)) if v}
+        body = {"ok": False, "error": error}
+        self.add_fault(
+            Fault(kind="status", match=method, status=status, body=body, times=times, where=where)
+        )
+
     def drop_sockets(self, with_disconnect: bool = False, reason: str = "refresh_requested") -> int:
         """Drop every Socket Mode connection (see :meth:`SocketModeHub.drop`); returns how many."""
         return self.socket_mode.drop(with_disconnect=with_disconnect, reason=reason)
@@ -230,6 +278,8 @@ class SlackControl(Emulator):
             "post_as": self.post_as,
             "delete_message": self.delete_message,
             "set_lag": self.set_lag,
+            "set_rate_limit": self.set_rate_limit,
+            "fail": self.fail,
             "drop_sockets": self.drop_sockets,
             "messages": self.messages,
             "calls": self.calls,

@@ -35,6 +35,10 @@ class MergeRequest:
     updated_at: str = ""
     detailed_merge_status: str = ""
     head_pipeline: dict[str, Any] | None = None
+    has_conflicts: bool = False
+    """GitLab's own word that the source does not merge cleanly into the target."""
+    author: str = ""
+    """Username of who opened the MR."""
     adopted: bool = False
     """True when create() found an open MR for the branch (the 409) and returned it."""
 
@@ -88,8 +92,18 @@ class GitLab(Protocol):
     def update_mr(self, project: str, iid: int, **fields: Any) -> MergeRequest: ...
 
     def list_mrs(
-        self, project: str, *, updated_after: str | None = None, state: str = "all"
+        self,
+        project: str,
+        *,
+        updated_after: str | None = None,
+        state: str = "all",
+        target_branch: str | None = None,
+        recheck: bool = False,
     ) -> list[MergeRequest]: ...
+
+    def pipelines(self, project: str, *, updated_after: str) -> list[dict[str, Any]]: ...
+
+    def branch_head(self, project: str, branch: str) -> str: ...
 
     def discussions(self, project: str, iid: int) -> list[Discussion]: ...
 
@@ -137,6 +151,7 @@ _MR_FIELDS = (
     "updated_at",
     "detailed_merge_status",
     "head_pipeline",
+    "has_conflicts",
 )
 
 
@@ -246,11 +261,23 @@ class LiveGitLab:
         return self.get_mr(project, iid)
 
     def list_mrs(
-        self, project: str, *, updated_after: str | None = None, state: str = "all"
+        self,
+        project: str,
+        *,
+        updated_after: str | None = None,
+        state: str = "all",
+        target_branch: str | None = None,
+        recheck: bool = False,
     ) -> list[MergeRequest]:
-        params: dict[str, Any] = {"state": state, "get_all": True}
+        """``recheck``: ``with_merge_status_recheck`` — GitLab recomputes mergeability (a list
+        can otherwise be stale after the target branch moved)."""
+        params: dict[str, Any] = {"state": state, "get_all": True, "per_page": 100}
         if updated_after:
             params["updated_after"] = updated_after
+        if target_branch:
+            params["target_branch"] = target_branch
+        if recheck:
+            params["with_merge_status_recheck"] = True
         self.calls += 1
 
         def listing() -> list[MergeRequest]:
@@ -258,6 +285,18 @@ class LiveGitLab:
             return [self._mr(project, mr) for mr in _a_list(found)]
 
         return self._guard(listing, f"the MR list of {project}")
+
+    def pipelines(self, project: str, *, updated_after: str) -> list[dict[str, Any]]:
+        """Pipelines created or changed (a re-run, a retry, a finished job) since then."""
+        params = {"updated_after": updated_after, "get_all": True, "per_page": 100}
+        self.calls += 1
+        found = self._guard(lambda: self._project(project).pipelines.list(**params))
+        return [dict(p.attributes) for p in found]
+
+    def branch_head(self, project: str, branch: str) -> str:
+        self.calls += 1
+        found = self._guard(lambda: self._project(project).branches.get(branch))
+        return str((found.attributes.get("commit") or {}).get("id") or "")
 
     def discussions(self, project: str, iid: int) -> list[Discussion]:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
@@ -324,6 +363,8 @@ class LiveGitLab:
             updated_at=str(data["updated_at"] or ""),
             detailed_merge_status=str(data["detailed_merge_status"] or ""),
             head_pipeline=data["head_pipeline"],
+            has_conflicts=bool(data["has_conflicts"]),
+            author=str((a.get("author") or {}).get("username") or ""),
         )
 
     def _guard(self, fn: Callable[[], T], what: str = "a request") -> T:

@@ -36,6 +36,8 @@ class Slack(Protocol):
 
     def replies(self, channel: str, ts: str, *, oldest: str | None = None) -> list[Message]: ...
 
+    def message(self, channel: str, ts: str) -> Message | None: ...
+
     def post(
         self,
         channel: str,
@@ -118,6 +120,23 @@ class LiveSlack:
             found.extend(page.get("messages", []))
         return found
 
+    def message(self, channel: str, ts: str) -> Message | None:
+        """The top-level message ``ts`` as history shows it; None when history does not show it
+        (deleted — a tombstone counts as deleted — or not visible yet)."""
+        reply = self._call(
+            "conversations_history",
+            channel=channel,
+            oldest=ts,
+            latest=ts,
+            inclusive=True,
+            limit=1,
+            include_all_metadata=True,
+        )
+        for found in reply.get("messages", []):
+            if found.get("ts") == ts and found.get("subtype") != "tombstone":
+                return dict(found)
+        return None
+
     def post(
         self,
         channel: str,
@@ -176,9 +195,11 @@ class LiveSlack:
             error = resp.get("error", "unknown_error") if hasattr(resp, "get") else "unknown"
             if error in ("thread_not_found", "message_not_found"):
                 raise ThreadGone(f"Slack {method}: {error}") from None
-            raise ServiceError(
+            failure = ServiceError(
                 f"Slack {method} failed: {error}", hint=_HINTS.get(str(error), "")
-            ) from None
+            )
+            failure.status = resp.status_code
+            raise failure from None
         except OSError as exc:
             raise ServiceError(
                 f"Slack {method}: cannot reach {self._client.base_url} ({exc})",

@@ -63,4 +63,4 @@ def slack_cursors() -> JsonFile[models.SlackCursors]:
 
 
 def socket_dedup() -> JsonFile[models.DedupSet]:
-    return JsonFile(paths.state_file("socket-dedup"), models.DedupSet)
+    return JsonFile(paths.state_file("socket-dedup"), models.DedupSet, compact=True)

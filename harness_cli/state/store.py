@@ -63,6 +63,33 @@ def atomic_write_bytes(path: Path, data: bytes, *, verbatim: bool = False) -> No
         os.close(dir_fd)
 
 
+def atomic_create_bytes(path: Path, data: bytes, *, verbatim: bool = False) -> bool:
+    """Create ``path`` with ``data`` only if nothing is there yet (atomically: a reader never
+    sees it half written); False when it already exists. Redacted like ``atomic_write_bytes``."""
+    if not verbatim:
+        data = redact_bytes(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return True
+
+
 def atomic_write_text(path: Path, text: str, *, verbatim: bool = False) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), verbatim=verbatim)
 
@@ -81,15 +108,18 @@ class JsonFile(Generic[M]):
         *,
         lock_timeout: float = 30.0,
         fail_closed: Callable[[Path, str], M] | None = None,
+        compact: bool = False,
     ) -> None:
         """``fail_closed(path, reason)`` builds the safe stand-in an unreadable file reads as
-        (instead of moving it aside and raising); the next write replaces the bad bytes."""
+        (instead of moving it aside and raising); the next write replaces the bad bytes.
+        ``compact``: no indentation, for a large file read every minute (socket-dedup)."""
         self.path = path
         self.model = model
         self.lock_timeout = lock_timeout
         self.fail_closed = fail_closed
         self.stood_in: str | None = None
         """Why the last read returned the fail-closed stand-in (None: it read the file)."""
+        self.compact = compact
 
     def read(self) -> M:
         """A consistent snapshot without the lock (writes are atomic renames)."""
@@ -105,7 +135,8 @@ class JsonFile(Generic[M]):
             self.write(state)
 
     def write(self, state: M) -> None:
-        atomic_write_text(self.path, state.model_dump_json(indent=2) + "\n")
+        indent = None if self.compact else 2
+        atomic_write_text(self.path, state.model_dump_json(indent=indent) + "\n")
 
     def _load(self) -> M:
         try:

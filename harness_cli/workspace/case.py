@@ -33,15 +33,20 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "investigating": frozenset({"awaiting_approval", "failed", "escalated", "closed"}),
     "awaiting_approval": frozenset({"approved", "investigating", "closed"}),
     "approved": frozenset({"in_progress", "closed"}),
-    "in_progress": frozenset({"mr_open", "failed", "escalated", "closed"}),
+    "in_progress": frozenset({"mr_open", "failed", "escalated", "closed", "awaiting_approval"}),
     "mr_open": frozenset({"in_progress", "merged", "escalated", "closed"}),
     "merged": frozenset({"closed"}),
-    "failed": frozenset({"investigating", "approved", "in_progress", "closed"}),
-    "escalated": frozenset({"investigating", "in_progress", "mr_open", "closed"}),
-    "closed": frozenset({"investigating"}),
+    "failed": frozenset(
+        {"investigating", "approved", "in_progress", "closed", "awaiting_approval"}
+    ),
+    "escalated": frozenset(
+        {"investigating", "in_progress", "mr_open", "closed", "awaiting_approval"}
+    ),
+    "closed": frozenset({"investigating", "awaiting_approval"}),
 }
 """Which status may follow which. A workflow that finds its case in another state refuses
-instead of trampling it (e.g. a late ``investigate`` on a merged case)."""
+instead of trampling it (e.g. a late ``investigate`` on a merged case). ``→ awaiting_approval``
+from a stuck, failed, escalated or closed case is ``case reopen``: back to the operator's OK."""
 
 
 class _Record(BaseModel):
@@ -94,6 +99,12 @@ class Case(_Record):
     mrs: list[CaseMr] = Field(default_factory=list)
     plan_pending: bool = False
     """dev-agent posted its plan and waits for the operator's OK (``admin: task <case>``)."""
+    case_thread_ts: str = ""
+    """ts of the harness's post opening the case's thread in the operator's self-DM: a second
+    machine rebuilds its thread map from it instead of opening a second thread."""
+    task_auto: bool = False
+    """``admin: task <id> --auto`` asked for the task to run unattended: the approval that
+    starts the dev-agent carries ``auto`` whoever gives it."""
     created_at: datetime
     updated_at: datetime
     history: list[Transition] = Field(default_factory=list)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness_cli.errors import ConfigError, InputError, LockHeld, ServiceError
+from harness_cli.faults import crash_point
 from harness_cli.logs import event, redact
 from harness_cli.services.git import Git, PushRejected
 
@@ -121,10 +122,14 @@ def sync(
             git.add(specs)
         result = SyncResult(committed=git.commit(message))
         result.head = git.head_sha()
+        if result.committed:
+            crash_point("workspace.committed")
         if not git.has_remote(REMOTE):
             result.skipped = "no remote: local-only workspace"
             return result
         _publish(git, result, max_push_attempts)
+        if result.pushed:
+            crash_point("workspace.pushed")
         return result
 
 

@@ -25,16 +25,30 @@ class Migration:
 
 
 def _rebase(path: str, old: Path, new: Path) -> str | None:
+    """``path`` moved from under ``old`` to under ``new``; None if it was not under ``old``.
+    The maps store resolved paths (symlinks followed) while the operator names the workspace
+    as they reach it, so both spellings of ``old`` count."""
     p = Path(path)
-    try:
-        rel = p.relative_to(old)
-    except ValueError:
-        return None
-    return str(new / rel)
+    for root in dict.fromkeys((old, _resolved(old))):
+        try:
+            rel = p.relative_to(root)
+        except ValueError:
+            continue
+        return str(new / rel)
+    return None
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` with its symlinks followed, also once the folder itself has moved away (its
+    parent is resolved then)."""
+    if path.exists():
+        return path.resolve()
+    return path.parent.resolve() / path.name
 
 
 def migrate_workspace(old: Path, new: Path, *, dry_run: bool = False) -> Migration:
     old, new = old.expanduser().absolute(), new.expanduser().absolute()
+    old_real = _resolved(old)
     result = Migration(old, new)
     if old == new:
         raise InputError(f"the workspace is already at {new}")
@@ -59,7 +73,9 @@ def migrate_workspace(old: Path, new: Path, *, dry_run: bool = False) -> Migrati
             count = 0
             with handle.update() as tmap:
                 for entry in tmap.threads.values():
-                    moved = _rebase(entry.case_dir, old, new)
+                    moved = _rebase(entry.case_dir, old, new) or _rebase(
+                        entry.case_dir, old_real, new
+                    )
                     if moved is not None:
                         count += 1
                         if not dry_run:
@@ -68,7 +84,7 @@ def migrate_workspace(old: Path, new: Path, *, dry_run: bool = False) -> Migrati
         count = 0
         with files.monitored_mrs().update() as mrs:
             for mr in mrs.mrs.values():
-                moved = _rebase(mr.case_dir, old, new)
+                moved = _rebase(mr.case_dir, old, new) or _rebase(mr.case_dir, old_real, new)
                 if moved is not None:
                     count += 1
                     if not dry_run:

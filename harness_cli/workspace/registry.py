@@ -19,6 +19,7 @@ from typing import Any
 from harness_cli import clock, paths
 from harness_cli.config import Thresholds
 from harness_cli.errors import InputError, StateError
+from harness_cli.faults import crash_point
 from harness_cli.logs import event
 from harness_cli.state import files
 from harness_cli.state.locks import case_lock
@@ -144,12 +145,17 @@ def open_case(
         )
         with _tree_lock():
             folder.mkdir(parents=True, exist_ok=True)
+            crash_point("case.dir")
             msg_path = folder / "message.json"
             atomic_write_json(msg_path, message or {"text": title})
             # The originating message is evidence: agents may read it, never rewrite it.
             os.chmod(msg_path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+            crash_point("case.message")
             atomic_write_text(folder / "case.json", case.model_dump_json(indent=2, by_alias=True))
+            crash_point("case.json")
         event(log, "case_created", case_id=case_id, project=project, kind=kind)
+        if case.source.channel and case.source.thread_ts and paths.cases_root() in _SOURCES:
+            _SOURCES[paths.cases_root()][(case.source.channel, case.source.thread_ts)] = case_id
     if sync_now:
         sync(f"case {case_id}: opened ({project})", thresholds, only=[folder])
     return Opened(case, True, folder)
@@ -161,12 +167,17 @@ def update_case(
 ) -> Iterator[Case]:
     """``with update_case(id, t, "why") as case: case.move("investigating")`` — written and
     synced only if the block succeeds. ``sync_now=False`` writes case.json and commits nothing
-    (a dry run: nothing leaves the machine)."""
+    now (a dry run, or a caller that commits later).
+
+    Whichever path closes a case (merge, close, close-case, finalize) comes through here, so
+    this is where a closed case's threads stop being polled — and a reopened one's start again.
+    """
     folder = case_dir(case_id)
     with case_lock(case_id):
         with _tree_lock():
             case = load_case(case_id)
         before = case.model_dump_json(by_alias=True)
+        was = case.status
         yield case
         changed = case.model_dump_json(by_alias=True) != before
         if changed:
@@ -175,6 +186,8 @@ def update_case(
                 atomic_write_text(
                     folder / "case.json", case.model_dump_json(indent=2, by_alias=True)
                 )
+    if (was == "closed") != (case.status == "closed"):
+        set_threads_closed(case, closed=case.status == "closed")
     if changed and sync_now:
         sync(f"case {case_id}: {message}", thresholds, only=[folder])
 
@@ -268,10 +281,76 @@ def register_thread(case: Case, *, channel: str, thread_ts: str, role: str = "ma
 
 def close_threads(case: Case) -> int:
     """Mark every thread of the case closed: closed cases are not polled."""
+    return set_threads_closed(case, closed=True)
+
+
+def set_threads_closed(case: Case, *, closed: bool) -> int:
+    """Close (or, for a reopened case, reopen) every thread of the case, in both maps (a case
+    thread of a task case may sit in either). Returns how many changed."""
     count = 0
-    with files.thread_map(case.kind).update() as tmap:
-        for entry in tmap.for_case(case.id):
-            if not entry.closed:
-                entry.closed = True
-                count += 1
+    for handle in (files.oncall_thread_map(), files.task_thread_map()):
+        if not handle.read().for_case(case.id):
+            continue
+        with handle.update() as tmap:
+            for entry in tmap.for_case(case.id):
+                if entry.closed != closed:
+                    entry.closed = closed
+                    count += 1
+    if count:
+        event(log, "case_threads_closed" if closed else "case_threads_reopened",
+              case_id=case.id, threads=count)  # fmt: skip
     return count
+
+
+def reopen_threads(case: Case) -> int:
+    """Undo :func:`close_threads` (``case reopen``): the case's threads are polled again."""
+    return set_threads_closed(case, closed=False)
+
+
+def case_thread(case_id: str) -> ThreadEntry | None:
+    """The case's own thread in the operator's self-DM (either map), unless evicted."""
+    for handle in (files.oncall_thread_map(), files.task_thread_map()):
+        for entry in handle.read().for_case(case_id):
+            if entry.role == "case_thread" and not entry.evicted:
+                return entry
+    return None
+
+
+_SOURCES: dict[Path, dict[tuple[str, str], str]] = {}
+
+
+def case_by_source(channel: str, ts: str) -> str | None:
+    """The case whose originating message is ``channel``/``ts`` (each ``case.json``'s
+    ``source``), whatever its id: how a ticket already held as a case is recognised. The index
+    is read once per process and kept up to date by :func:`open_case`."""
+    root = paths.cases_root()
+    if root not in _SOURCES:
+        index: dict[tuple[str, str], str] = {}
+        for entry in _raw_cases():
+            source = entry.get("source") or {}
+            if source.get("channel") and source.get("thread_ts") and entry.get("id"):
+                index[(str(source["channel"]), str(source["thread_ts"]))] = str(entry["id"])
+        _SOURCES[root] = index
+    return _SOURCES[root].get((channel, ts))
+
+
+def _raw_cases() -> Iterator[dict[str, Any]]:
+    root = paths.cases_root()
+    try:
+        entries = os.scandir(root)
+    except FileNotFoundError:
+        return
+    with entries:
+        for entry in entries:
+            try:
+                with open(os.path.join(entry.path, "case.json"), "rb") as handle:
+                    data = json.loads(handle.read())
+            except (FileNotFoundError, NotADirectoryError, ValueError):
+                continue
+            if isinstance(data, dict):
+                yield data
+
+
+def open_cases_raw() -> list[dict[str, Any]]:
+    """``case.json`` of every case not closed, as raw JSON (bootstrap rebuilds its maps)."""
+    return [c for c in _raw_cases() if c.get("status") != "closed"]

@@ -112,7 +112,8 @@ def test_a_snooping_dev_agent_reaches_nothing(
     assert cli("admin", "task AAA-101 --auto")[0] == 0  # the operator's approval
     code, out, err = cli("dev-agent", "AAA-101", "--mode", "task", "--auto", "--json")
 
-    assert code == 0, err
+    # a task that delivers nothing is a failed run (#14 p11): exit 1, the case back to the operator
+    assert code == 1, err
     assert json.loads(out)["data"]["changed"] is False
     rules = [c.rule for c in box.anthropic.calls if c.role == "dev-agent"]
     assert rules[:3] == [
@@ -153,7 +154,7 @@ def test_secrets_left_in_the_worktree_never_leave_with_a_push(
     assert cli("admin", "task AAA-101 --auto")[0] == 0
     code, out, err = cli("dev-agent", "AAA-101", "--mode", "task", "--auto", "--json")
 
-    assert code == 0, err
+    assert code == 1, err  # nothing was delivered: a failed run (#14 p11)
     data = json.loads(out)["data"]
     assert data["changed"] is True and data["pushed"] is False, data
     assert "refs/heads/harness/AAA-101" not in Git(bare).run("for-each-ref")  # nothing left
@@ -168,4 +169,6 @@ def test_secrets_left_in_the_worktree_never_leave_with_a_push(
     # the .env was never committed: the task may not add secret-named files by itself
     wt = next((tmp_path / "worktrees").glob("case-AAA-101-*"))
     assert ".env" not in Git(wt).run("ls-files") and (wt / ".env").exists()
-    assert any(".env" in p and "Not committed" in p for p in posts)
+    # the run's one outcome message (a post, or the edit of the case thread's status message)
+    said = posts + [r.body.decode("utf-8", "replace") for r in box.slack.recorded("chat.update")]
+    assert any(".env" in p and "Not committed" in p for p in said), said

@@ -15,13 +15,8 @@ import pytest
 
 from harness_cli.config import Thresholds
 from harness_cli.delivery.acceptance import AcceptanceRecord, run_acceptance
-from harness_cli.delivery.mr import (
-    DONE_REPLY,
-    StyleRejected,
-    compose_prompt_section,
-    reply_gate,
-    submit_mr,
-)
+from harness_cli.delivery.mr import StyleRejected, compose_prompt_section, submit_mr
+from harness_cli.delivery.reply_gate import WireEvidence, reply_gate
 from harness_cli.sandbox.gitlab_api import GitLabEmulator
 from harness_cli.sandbox.scenarios.sample_repo import (
     SAMPLE_BUG_FIX,
@@ -36,17 +31,22 @@ REPO = Path(__file__).resolve().parents[2]
 BRANCH = "fix/bulk-discount"
 CASE = "CASE-7"
 TITLE = "Apply the bulk discount from ten units on"
-DESCRIPTION = """Orders of exactly ten units were charged full price: the bulk discount compared
+PROSE = """Orders of exactly ten units were charged full price: the bulk discount compared
 the quantity with `>` while the README promises the discount from ten units on.
+
+Changes:
+- `pricing/discount.py`: compare the quantity with `>=` against `BULK_THRESHOLD`"""
+DESCRIPTION = (
+    PROSE
+    + """
 
 `python -m pytest -q`
 
-    .....                                                  [100%]
-    5 passed in 0.02s
-
-Changes:
-- `pricing/discount.py`: compare the quantity with `>=` against `BULK_THRESHOLD`
+    .......                                                [100%]
+    7 passed in 0.02s
 """
+)
+"""What a model writes: prose, a Changes list, and a proof of work it made up (7 passed)."""
 COMMITS = ["Apply the bulk discount from ten units on"]
 
 
@@ -167,7 +167,12 @@ def test_passing_record_for_head_opens_a_ready_mr_and_registers_it(
     assert result.ready and not result.adopted
     (mr,) = mrs(emu)
     assert mr["title"] == TITLE
-    assert mr["description"] == DESCRIPTION
+    # the model's proof of work is gone; the harness's, from the record of this head, is there
+    assert mr["description"].startswith(PROSE) and "7 passed" not in mr["description"]
+    proof = mr["description"][len(PROSE) :]
+    assert f"ran the required checks itself on {head[:12]}, the head of this MR" in proof
+    assert "    $ python -m pytest -q\n" in proof and "5 passed" in proof
+    assert "    (exit 0)" in proof
     assert mr["sha"] == head
     entry = monitored(tmp_path)[f"{SAMPLE_PROJECT_PATH}!{result.iid}"]
     assert entry["case_id"] == CASE
@@ -190,6 +195,34 @@ def test_without_a_record_the_mr_is_a_draft(
     assert not result.ready
     (mr,) = mrs(emu)
     assert mr["title"] == f"Draft: {TITLE}"
+    assert "has no run of the required checks" in mr["description"]
+
+
+def test_an_adopted_mr_keeps_its_human_title_and_description(
+    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
+) -> None:
+    from harness_cli.state import files
+    from harness_cli.state.models import MonitoredMr
+
+    human = gitlab.create_mr(
+        SAMPLE_PROJECT_PATH, source_branch=BRANCH, target_branch="main",
+        title="Bulk discount at ten (Alice's MR)", description="Alice wrote this.",
+    )  # fmt: skip
+    with files.monitored_mrs().update() as state:  # what `mr-monitor --watch` records
+        state.mrs[human.key] = MonitoredMr(
+            project=SAMPLE_PROJECT_PATH, iid=human.iid, case_id=CASE, case_dir=str(case_dir),
+            adopted=True,
+        )  # fmt: skip
+    record = run_acceptance(clone, ["python -m pytest -q"], case_dir)
+    result = submit(gitlab, clone, case_dir, acceptance=record)
+    assert result.adopted and result.iid == human.iid
+    (mr,) = mrs(emu)
+    assert (mr["title"], mr["description"]) == (
+        "Bulk discount at ten (Alice's MR)",
+        "Alice wrote this.",
+    )
+    [note] = [n for n in mr["notes"] if not n["system"]]
+    assert note["author"] == "harness-bot" and "5 passed" in note["body"]
 
 
 def fake_record(head: str, *, passed: bool = True, dirty: list[str] | None = None) -> Any:
@@ -235,7 +268,7 @@ def test_second_submit_adopts_the_open_mr_and_marks_it_ready_after_acceptance(
     assert second.iid == first.iid
     (mr,) = mrs(emu)
     assert mr["title"] == TITLE
-    assert mr["description"] == revised
+    assert mr["description"].startswith(revised.split("\n\n`python")[0])
     assert list(monitored(tmp_path)) == [f"{SAMPLE_PROJECT_PATH}!{first.iid}"]
     assert len(registry.load_case(CASE).mrs) == 1
 
@@ -264,21 +297,20 @@ def test_compose_prompt_section_reads_the_sop_each_time(tmp_path: Path) -> None:
     assert compose_prompt_section(sops) == section
 
 
-@pytest.mark.parametrize(
-    ("exit_code", "body", "expected"),
-    [
-        (0, "", DONE_REPLY),
-        (
-            0,
-            "Done, updated: the comparison now includes ten.",
-            "Done, updated: the comparison now includes ten.",
-        ),
-        (1, "", None),
-        (1, "Done, updated", None),
-        (128, "Done", None),
-        (-9, "Done", None),
-        (False, "Done", None),
-    ],
-)
-def test_reply_gate(exit_code: int, body: str, expected: str | None) -> None:
-    assert reply_gate(exit_code, body) == expected
+def test_the_reply_gate_reads_only_the_wire() -> None:
+    ours, old = "a" * 40, "b" * 40
+    moved = WireEvidence(remote_before=old, remote_after=ours, pushed_sha=ours)
+    assert reply_gate(moved, "renamed it", note_is_current=True) == (
+        f"Done, updated in {ours[:8]}: renamed it"
+    )
+    assert reply_gate(moved, "renamed it", note_is_current=False) is None  # a newer note
+    assert reply_gate(moved, "", note_is_current=True) is None  # nothing specific to say
+    nothing = WireEvidence(remote_before=old, remote_after=old, pushed_sha=None)
+    assert reply_gate(nothing, "I renamed it", note_is_current=True) is None
+    assert "no push" in nothing.why_not()
+    same = WireEvidence(remote_before=old, remote_after=old, pushed_sha=old)  # exit 0, no-op
+    assert reply_gate(same, "renamed", note_is_current=True) is None
+    assert "did not move" in same.why_not()
+    theirs = WireEvidence(remote_before=old, remote_after="c" * 40, pushed_sha=ours)
+    assert reply_gate(theirs, "renamed", note_is_current=True) is None
+    assert "not at the commit this run pushed" in theirs.why_not()

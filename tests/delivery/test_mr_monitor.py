@@ -2,8 +2,9 @@
 sample project, python-gitlab unchanged) and the Slack emulator for the operator's DMs; every
 dispatch is recorded (HARNESS_DISPATCH=record) and counted.
 
-A test stands in for the dev-agent where one would act: it pushes a commit after a fix_ci
-dispatch, or posts the bot's reply after an address_review dispatch.
+Where a test needs the MR's branch to move after a fix_ci dispatch, a clone pushes a commit
+(any push, as a teammate's would). The bot's replies to reviewers are never posted by a test:
+the dev-agent end to end is in test_delivery_truth.py.
 """
 
 from __future__ import annotations
@@ -115,10 +116,6 @@ class World:
         if reply_to:
             body_["reply_to"] = reply_to
         return str(self.emu.control("add_note", body_)["discussion_id"])
-
-    def bot_reply(self, iid: int, discussion_id: str) -> None:
-        """What the dev-agent does after address_review: reply in the thread, as the bot."""
-        self.note(iid, "Done, updated.", author="harness-bot", reply_to=discussion_id)
 
     # -- the harness --------------------------------------------------------------------------
     def cycle(self, *, ok: bool = True) -> dict[str, Any]:
@@ -248,12 +245,23 @@ def test_rescan_after_escalation_gives_one_fresh_attempt(world: World) -> None:
 
 
 # -- reviewer notes -----------------------------------------------------------------------------
-def test_five_reviewer_comments_over_ten_cycles_one_dispatch_each(world: World) -> None:
+def _monitor_setting(config_dir: Path, **values: Any) -> None:
+    import yaml
+
+    path = config_dir / "harness.yaml"
+    data = yaml.safe_load(path.read_text())
+    data.setdefault("monitor", {}).update(values)
+    path.write_text(yaml.safe_dump(data))
+
+
+def test_five_reviewer_comments_over_ten_cycles_one_dispatch_each(
+    world: World, harness_ready: Path
+) -> None:
+    _monitor_setting(harness_ready, review_round_budget=10)
     iid = world.open_mr("harness/AAA-1", result="success")
     world.cycle()
     world.note(iid, "Self-authored note by the bot itself", author="harness-bot")
     threads: list[str] = []
-    writing: list[str] = []  # replies the dev-agent is still writing (posted a cycle later)
     for n in range(10):
         if n % 2 == 0:
             if n == 6:  # a second reviewer answers in the first thread
@@ -263,40 +271,102 @@ def test_five_reviewer_comments_over_ten_cycles_one_dispatch_each(world: World) 
                 threads.append(world.note(iid, f"comment {n}"))
         else:  # the MR changes while a reply is being written: it is read again
             world.note(iid, "Pipeline restarted.", author="harness-bot")
-        before = len(world.dispatched())
         world.cycle()
-        for did in writing:  # standing in for the dev-agent: the bot replies in the thread
-            world.bot_reply(iid, did)
-        writing = [d for p in world.dispatched()[before:] for d in p["args"]["discussions"]]
     reviews = world.dispatched("address_review")
     assert len(reviews) == 5
     assert [p["args"]["discussions"] for p in reviews] == [[t] for t in threads]
     assert {p["trigger"]["kind"] for p in reviews} == {"review_note"}
     assert [p["trigger"]["user"] for p in reviews] == ["alice"] * 3 + ["bob", "alice"]
+    # each payload names the note it answers, the MR's branch and its repository
+    assert reviews[3]["args"]["notes"] == {threads[0]: max(reviews[3]["args"]["notes"].values())}
+    assert {p["repo"] for p in reviews} == {PATH}
+    assert {p["args"]["branch"] for p in reviews} == {"harness/AAA-1"}
     for _ in range(3):
         world.cycle()
     assert len(world.dispatched()) == 5
 
 
-def test_paused_mr_gets_no_replies_and_resume_does_not_answer_the_muted_ones(
-    world: World,
-) -> None:
+def test_notes_seen_while_paused_are_answered_once_after_resume(world: World) -> None:
+    """#14 point 8: during `mr pause` the notes were marked handled and never answered after
+    resume, and the open discussion then blocked the merge."""
     iid = world.open_mr("harness/AAA-1", result="success")
     key = f"{PATH}!{iid}"
     world.cycle()
     assert world.cli("admin", f"mr pause {key}")[0] == 0
-    world.note(iid, "please rename this")
+    first = world.note(iid, "please rename this")
     data = world.cycle()
     assert data["muted"] == [f"address_review {key}"]
     for _ in range(3):
-        world.cycle()
+        assert world.cycle()["examined"] == []  # held, and not re-read while paused
     assert world.dispatched() == []
     assert world.cli("admin", f"mr resume {key}")[0] == 0
     world.cycle()
-    assert world.dispatched() == []
+    [held] = world.dispatched("address_review")
+    assert held["args"]["discussions"] == [first]
+    for _ in range(3):
+        world.cycle()
+    assert len(world.dispatched()) == 1
     world.note(iid, "and one more thing")
     world.cycle()
-    assert len(world.dispatched("address_review")) == 1
+    assert len(world.dispatched("address_review")) == 2
+
+
+def test_notes_seen_while_escalated_are_answered_after_resume(world: World) -> None:
+    iid = world.open_mr("harness/AAA-1")
+    key = f"{PATH}!{iid}"
+    world.cycle()
+    for _ in range(3):
+        world.push("harness/AAA-1")
+        world.cycle()
+    assert world.entry(iid)["escalated"]  # type: ignore[index]
+    note = world.note(iid, "why is this still red?")
+    assert world.cycle()["muted"] == [f"address_review {key}"]
+    assert world.dispatched("address_review") == []
+    assert world.cli("admin", f"mr resume {key}")[0] == 0
+    world.cycle()
+    [answer] = world.dispatched("address_review")
+    assert answer["args"]["discussions"] == [note]
+
+
+def test_a_reviewer_who_comments_twenty_times_gets_the_budget_and_one_notice(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#21 point 3: a bot-vs-bot review loop would run for ever. Each round is dispatched
+    (the dev-agent's replies are test_delivery_truth's); past the budget the notes are held,
+    the MR gets one notice and the operator one DM; a day later a round frees up."""
+    from datetime import UTC, datetime, timedelta
+
+    iid = world.open_mr("harness/AAA-1", result="success")
+    key = f"{PATH}!{iid}"
+    world.cycle()
+    for n in range(20):
+        world.note(iid, f"nit {n}: rename this too", author="bob")
+        if n < 6 or n == 19:  # a round per note while the budget lasts, then a burst
+            world.cycle()
+    world.cycle()
+    rounds = world.dispatched("address_review")
+    assert len(rounds) == 4  # monitor.review_round_budget
+    mr = world.project.mergerequests.get(iid)
+    notices = [n for n in mr.notes.list(get_all=True) if "review rounds" in n.body]
+    assert len(notices) == 1 and notices[0].author["username"] == "harness-bot"
+    dms = [t for t in world.dms() if "review round budget is spent" in t]
+    assert len(dms) == 1 and f"admin: mr rescan {key}" in dms[0]
+    assert world.entry(iid)["held"] is True  # type: ignore[index]
+    # the operator's own intent passes the budget: one more round, all held notes in it
+    assert world.cli("admin", f"mr rescan {key}")[0] == 0
+    world.cycle()
+    assert len(world.dispatched("address_review")) == 5
+    world.note(iid, "nit 20: and this", author="bob")
+    world.cycle()
+    assert len(world.dispatched("address_review")) == 5  # still spent within the window
+    later = datetime.now(UTC) + timedelta(hours=25)  # the window moved on
+    monkeypatch.setenv("HARNESS_NOW", later.isoformat())
+    world.cycle()
+    [*_, fresh] = world.dispatched("address_review")
+    assert len(world.dispatched("address_review")) == 6 and fresh["trigger"]["kind"] != (
+        "admin_command"
+    )
+    assert len([t for t in world.dms() if "review round budget is spent" in t]) == 1
 
 
 def test_global_pause_holds_replies_and_the_operators_rescan_still_works(world: World) -> None:
@@ -404,11 +474,12 @@ def test_unchanged_mrs_cost_no_calls_beyond_the_listing(world: World) -> None:
     world.cycle()
     world.cycle()  # the cursor settles
     idle = world.cycle()
-    assert idle["examined"] == [] and idle["calls"] <= 2  # the project, one listing
+    # the project, the MR listing, the pipeline listing, the target branch's head
+    assert idle["examined"] == [] and idle["calls"] <= 4
     world.note(iids[2], "one change")
     busy = world.cycle()
     assert busy["examined"] == [f"{PATH}!{iids[2]}"]
-    assert busy["calls"] <= 4  # + the MR and its discussions
+    assert busy["calls"] <= 6  # + the MR and its discussions
 
 
 # -- the end of an MR ---------------------------------------------------------------------------
@@ -440,6 +511,9 @@ def test_merge_removes_the_worktree_closes_the_case_and_says_so_once(
         world.cycle()
     assert len([t for t in world.dms() if "merged" in t]) == 1
     assert world.dispatched() == []
+    # "a review thread that just closed": TASK.md is consolidated as the case ends
+    [consolidate] = payloads(world.tmp, "consolidate")
+    assert consolidate["case_id"] == CASE and consolidate["trigger"]["kind"] == "mr_merged"
 
 
 def test_closed_without_merge_escalates_the_case(world: World, tmp_path: Path) -> None:
@@ -480,27 +554,57 @@ def test_conflict_gets_the_push_recovery_not_a_ci_fix(world: World) -> None:
     )
     world.cycle()
     [p] = world.dispatched()
-    assert p["args"] == {"mode": "fix_ci", "mr": f"{PATH}!{iid}", "merge_status": "conflict"}
+    assert p["args"] == {
+        "mode": "fix_ci",
+        "mr": f"{PATH}!{iid}",
+        "branch": "harness/AAA-1",
+        "merge_status": "conflict",
+        "target_branch": "main",
+    }
     assert p["trigger"]["kind"] == "ci_event"
     for _ in range(3):
         world.cycle()
     assert len(world.dispatched()) == 1
 
 
-def test_an_idle_mr_is_rechecked_after_hours_and_its_conflict_found(
+def test_a_conflicting_push_to_the_target_is_found_on_the_next_cycle(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """#14 point 2: the MR itself does not change; it was noticed only at the 6 h re-check."""
     monkeypatch.setenv("HARNESS_NOW", "2026-11-30T08:00:00Z")
     iid = world.open_mr("harness/AAA-1", result="success", fix=True)
     world.cycle()
-    world.emu.control("commit", _conflict_on_main())
     world.cycle()
-    assert world.dispatched() == []  # nothing on the MR changed
-    monkeypatch.setenv("HARNESS_NOW", "2026-11-30T15:00:00Z")
+    world.emu.control("commit", _conflict_on_main())
+    monkeypatch.setenv("HARNESS_NOW", "2026-11-30T08:10:00Z")  # ten minutes, not six hours
     data = world.cycle()
     assert data["examined"] == [f"{PATH}!{iid}"]
     [p] = world.dispatched()
-    assert p["args"]["merge_status"] == "conflict"
+    assert p["args"]["merge_status"] == "conflict" and p["args"]["target_branch"] == "main"
+    assert world.entry(iid)["merge_status"] == "conflict"  # type: ignore[index]
+    for _ in range(2):  # main does not move again: no further listing, no second dispatch
+        assert world.cycle()["examined"] == []
+    assert len(world.dispatched()) == 1
+
+
+def test_a_pipeline_rerun_on_an_unchanged_mr_is_seen_on_the_next_cycle(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#14 point 9: a new pipeline on the same sha touches no MR; it went unseen for 6 h."""
+    monkeypatch.setenv("HARNESS_NOW", "2026-11-30T08:00:00Z")
+    iid = world.open_mr("harness/AAA-1", result="success")
+    world.cycle()
+    world.cycle()
+    assert world.dispatched() == []
+    updated = world.project.mergerequests.get(iid).updated_at
+    world.force("failed")
+    rerun = world.project.pipelines.create({"ref": "harness/AAA-1"})  # "Run pipeline"
+    world.emu.wait_for_pipelines(60)
+    assert world.project.mergerequests.get(iid).updated_at == updated  # the MR did not change
+    monkeypatch.setenv("HARNESS_NOW", "2026-11-30T08:10:00Z")
+    world.cycle()
+    [fix] = world.dispatched("fix_ci")
+    assert fix["args"]["pipeline_id"] == rerun.id
 
 
 # -- the harness's own repository, adoption ------------------------------------------------------

@@ -183,7 +183,8 @@ def test_l2_resolves_the_conflict_and_the_real_push_succeeds(
     assert outcome.rebase.conflicts == ["app.txt"]
     assert outcome.heal is not None and len(outcome.heal.attempts) == 1
     attempt = outcome.heal.attempts[0]
-    assert attempt.confidence == 85 and attempt.push is not None and attempt.push.ok
+    assert attempt.plan_confidence == 85 and attempt.confidence == 85
+    assert attempt.push is not None and attempt.push.ok
     assert not attempt.push.forced  # the resolution is a fast-forward of the remote branch
     tip = origin.sha(BRANCH)
     assert tip == outcome.pushed_sha == conflicted.git().head_sha()
@@ -193,8 +194,11 @@ def test_l2_resolves_the_conflict_and_the_real_push_succeeds(
     assert not conflicted.git().rebase_in_progress() and conflicted.git().status_porcelain() == ""
     assert model.unmatched() == []
     assert [c.rule for c in healer_calls(model)][-1] == "resolve — report"
-    prompt = json.dumps(model.recorded("/v1/messages")[0].json_body())
-    for expected in ("[harness-role: push-healer]", "Greet the whole world", "app.txt",
+    prompts = [json.dumps(r.json_body()) for r in model.recorded("/v1/messages")]
+    plan = next(p for p in prompts if "[harness-role: push-healer-plan]" in p)
+    assert '"name": "Bash"' not in plan and '"name": "Edit"' not in plan  # plans cannot act
+    prompt = next(p for p in prompts if "[harness-role: push-healer]" in p)
+    for expected in ("Greet the whole world", "app.txt", "[phase: act]",
                      "<<<<<<<", "git status --short", "Never force-push"):  # fmt: skip
         assert expected in prompt, expected
     assert slack_emu.messages("D0SELF") == []
@@ -265,13 +269,45 @@ def test_l2_bail_under_the_floor_stops_at_once_and_escalates(
 
     assert not outcome.ok and outcome.layer == "L3"
     assert outcome.heal is not None and outcome.heal.bailed
-    assert len(outcome.heal.attempts) == 1 and len(healer_calls(model)) == 1
+    assert len(outcome.heal.attempts) == 1 and healer_calls(model) == []  # it never acted
+    assert len([c for c in model.calls if c.role == "push-healer-plan"]) == 1
     attempt = outcome.heal.attempts[0]
     assert attempt.bailed and attempt.confidence == 40 and attempt.push is None
+    assert attempt.plan_confidence == 40 and attempt.tool_calls == []
     assert origin.sha(BRANCH) == before and conflicted.git().head_sha() == ours
     posted = slack_emu.messages("D0SELF")
     assert len(posted) == 1 and "thread_ts" not in posted[0]  # no case thread: top level
     assert "bailed at attempt 1 (confidence 40)" in posted[0]["text"]
+
+
+def test_l2_that_bails_after_acting_leaves_the_branch_as_it_was(
+    conflicted: worktrees.Worktree,
+    origin: Origin,
+    cfg: Config,
+    case_dir: Path,
+    model: AnthropicEmulator,
+    slack_emu: Any,
+) -> None:
+    """A blind "take theirs" commit, then a 40: nothing of it may stay on the case branch
+    (a later push would carry it to origin)."""
+    model.load_script("push_heal", {"onto": f"origin/{BRANCH}", "file": "app.txt"})
+    before, ours = origin.sha(BRANCH), conflicted.git().head_sha()
+
+    outcome = recover(conflicted, cfg, case_dir, "[scenario: blind] Greet the world.")
+
+    assert not outcome.ok and outcome.layer == "L3"
+    git = conflicted.git()
+    assert git.head_sha(f"refs/heads/{BRANCH}") == ours and git.current_branch() == BRANCH
+    assert not git.rebase_in_progress() and git.status_porcelain() == ""
+    assert outcome.heal is not None and outcome.heal.bailed
+    [attempt] = outcome.heal.attempts
+    assert (attempt.plan_confidence, attempt.confidence) == (80, 40) and attempt.push is None
+    assert any("checkout --theirs" in call for call in attempt.tool_calls)
+    assert attempt.restored and git.head_sha(attempt.kept_at) not in (None, ours)
+    assert origin.sha(BRANCH) == before
+    [dm] = slack_emu.messages("D0SELF")
+    assert "bailed at attempt 1 (confidence 40)" in dm["text"]
+    assert "plan confidence 80" in dm["text"] and "checkout --theirs" in dm["text"]
 
 
 def test_dropping_the_case_commits_is_never_a_success(
@@ -290,7 +326,8 @@ def test_dropping_the_case_commits_is_never_a_success(
         {"when": {"turn": 0, "tools": "present"}, "reply": {"tool_calls": [reset]}},
         {"reply": {"text": claim}},
     ]
-    model.load_script({"roles": {"push-healer": rules}})
+    plan = [{"reply": {"text": '{"confidence": 95, "actions": ["reset"]}'}}]
+    model.load_script({"roles": {"push-healer": rules, "push-healer-plan": plan}})
     ours = conflicted.git().head_sha()
 
     outcome = recover(
@@ -334,7 +371,8 @@ def _rebase_onto_main_script(model: AnthropicEmulator) -> None:
         {"when": {"turn": 0, "tools": "present"}, "reply": {"tool_calls": [rebase]}},
         {"reply": {"text": report}},
     ]
-    model.load_script({"roles": {"push-healer": rules}})
+    plan = [{"reply": {"text": '{"confidence": 80, "actions": ["git rebase origin/main"]}'}}]
+    model.load_script({"roles": {"push-healer": rules, "push-healer-plan": plan}})
 
 
 @pytest.mark.parametrize("reviewer_pushed", [False, True])

@@ -66,10 +66,14 @@ def test_create_makes_a_case_worktree_on_its_own_branch(
     git = wt.git()
     assert git.current_branch() == "harness/T-1" and git.head_sha() == wt.base_sha
     assert (wt.path / "app.txt").read_text() == APP
-    # Identity is the worktree's own, over the test's global one.
-    assert git.run("config", "user.name") == FALLBACK_NAME
-    assert git.run("config", "user.email") == FALLBACK_EMAIL
-    assert git.run("config", "--worktree", "--get", "user.name") == FALLBACK_NAME
+    # The machine's identity (the test's global one), pinned in the worktree's own config —
+    # never the harness@localhost placeholder.
+    assert (git.run("config", "user.name"), git.run("config", "user.email")) != (
+        FALLBACK_NAME,
+        FALLBACK_EMAIL,
+    )
+    assert git.run("config", "--worktree", "--get", "user.name") == "Test"
+    assert git.run("config", "--worktree", "--get", "user.email") == "test@example.invalid"
     mirror = wt.mirror()
     assert mirror == root / ".mirrors" / "acme__shop.git"
     assert Git(mirror).run("rev-parse", "--is-bare-repository") == "true"

@@ -64,7 +64,31 @@ def test_local_starts_a_detached_process_with_its_own_log(tmp_path: Path) -> Non
     assert log.read_text().startswith("harness: config folder")
 
 
-def test_payloads_sort_by_time_and_never_collide() -> None:
-    files = [dispatch.dispatch(_payload(), backend="record").payload_file for _ in range(5)]
+def test_payloads_sort_by_time_and_never_collide(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_NOW", "2026-11-01T10:00:00Z")  # one instant for all of them
+    no_ts = _payload().model_copy(update={"trigger": dispatch.Trigger(kind="admin_command")})
+    files = [dispatch.dispatch(no_ts.model_copy(), backend="record").payload_file for _ in range(5)]
     assert len(set(files)) == 5
     assert sorted(files) == files
+    events = [
+        _payload().model_copy(update={"trigger": dispatch.Trigger(kind="operator_reply", ts=ts)})
+        for ts in ("1796000000.000100", "1796000000.000100", "1796000001.000200")
+    ]
+    written = [dispatch.dispatch(p, backend="record") for p in events]
+    assert [w.duplicate for w in written] == [False, True, False]
+    assert len({w.payload_file for w in written}) == 2
+
+
+def test_the_same_event_is_dispatched_once_and_started_once(tmp_path: Path) -> None:
+    first = dispatch.dispatch(_payload(), backend="record")
+    again = dispatch.dispatch(_payload(), backend="record")
+    assert again.duplicate and again.payload_file == first.payload_file
+    # a payload written by a run that died before starting it is started by the retry, once
+    folder = tmp_path / "harness-home" / "payloads"
+    assert [p.name for p in folder.glob("*.json")] == [first.payload_file.name]
+    other = _payload(case_id="AAA-2")
+    path, existed = dispatch.write_payload_once(other)
+    assert not existed
+    started = dispatch.dispatch(_payload(case_id="AAA-2"), backend="inline")
+    assert started.started and not started.duplicate and started.payload_file == path
+    assert dispatch.dispatch(_payload(case_id="AAA-2"), backend="inline").duplicate

@@ -115,6 +115,40 @@ def world(cli, ready: Path, gitlab_emu: GitLabEmulator, model: AnthropicEmulator
     return World(cli, gitlab_emu, model, slack_emu, tmp_path)
 
 
+def test_sop_prompt_and_kb_gaps_are_what_the_improvement_mr_is_for(world: World) -> None:
+    """#14 point 12: exactly what the reference's improvement MR touches was dropped as out
+    of scope."""
+    world.case(
+        CASE,
+        gap_report(category="sop_gap", confidence=85, title="The SOP never says to query"),
+        gap_report(category="prompt_gap", confidence=85, title="The prompt asks for inference"),
+        gap_report(category="kb_gap", confidence=85, title="The KB lacks the orders table"),
+    )
+    [case] = world.finalize(CASE)["data"]["cases"]
+    assert case["status"] == "open" and case["dropped"] == []
+    assert case["kept"] == ["gap_report_001.md", "gap_report_002.md", "gap_report_003.md"]
+
+
+def test_what_finalize_writes_is_committed_also_on_a_retry(world: World) -> None:
+    """#14 point 12: finalize.json reached git only when the retrospective happened to change
+    too; a retried finalize (failed, then open) left the outcome out of the workspace."""
+    folder = world.case(CASE, gap_report(confidence=85, body="[scenario: nothing] no change"))
+    assert world.finalize(CASE, expect=1)["data"]["cases"][0]["status"] == "failed"
+    (folder / "gap_report_001.md").write_text(gap_report(confidence=85))
+    assert world.finalize(CASE)["data"]["cases"][0]["status"] == "open"
+    root = world.root / "workspace"
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--", f"case-workspaces/{CASE}"],
+        cwd=root, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert status == "", status
+    committed = subprocess.run(
+        ["git", "show", f"HEAD:case-workspaces/{CASE}/finalize.json"], cwd=root,
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert json.loads(committed)["status"] == "open"
+
+
 def test_one_mr_against_the_harness_repo_and_a_second_run_does_nothing(world: World) -> None:
     folder = world.case(
         CASE,

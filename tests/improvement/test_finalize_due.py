@@ -6,6 +6,7 @@ so one being built would fail the test."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,42 @@ def test_a_newer_gap_report_restarts_the_idle_timer(
     assert finalize(cli, "--due")["data"]["cases"][0]["status"] == "not_due"
     monkeypatch.setenv("HARNESS_NOW", "2026-11-29T14:30:00Z")
     assert finalize(cli, "--due")["data"]["cases"][0]["status"] == "no_gaps"
+
+
+def test_a_case_the_operator_chatted_on_minutes_ago_is_not_idle(
+    ready: Path, cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#14 point 12: idle counted only case.json and the gap reports, so a case the operator
+    was talking about 11 minutes ago counted as idle for 4 h."""
+    from harness_cli.memory import transcripts
+    from harness_cli.memory.transcripts import TranscriptMeta
+    from harness_cli.state import files
+    from harness_cli.state.models import ThreadEntry
+
+    monkeypatch.setenv("HARNESS_NOW", T0)
+    folder = new_case("AAA-26", status="closed")
+    (folder / "gap_report_001.md").write_text(
+        gap_report(confidence=20, created_at="2026-11-29T08:00:00Z")
+    )
+    chat = datetime(2026, 11, 29, 12, 49, tzinfo=UTC)  # 11 minutes before "now" below
+    opened = f"{datetime(2026, 11, 29, 8, tzinfo=UTC).timestamp():.6f}"
+    with files.oncall_thread_map().update() as threads:  # a reply poll-slack read in the thread
+        threads.threads[f"D0SELF/{opened}"] = ThreadEntry(
+            channel="D0SELF", thread_ts=opened, case_id="AAA-26",
+            case_dir=str(folder), role="case_thread", last_seen_ts=f"{chat.timestamp():.6f}",
+        )  # fmt: skip
+    monkeypatch.setenv("HARNESS_NOW", "2026-11-29T13:00:00Z")  # 5 h after the case and report
+    [case] = finalize(cli, "--due")["data"]["cases"]
+    assert (case["case_id"], case["status"]) == ("AAA-26", "not_due")
+    assert case["message"] == "idle 0h11m of 4h00m"
+    with files.oncall_thread_map().update() as threads:
+        threads.threads.clear()
+    transcripts.write(  # and a followup turn answered then
+        folder, TranscriptMeta(turn=1, case_id="AAA-26", at=chat, trigger="operator_reply"), "hi"
+    )
+    [case] = finalize(cli, "--due")["data"]["cases"]
+    assert case["status"] == "not_due" and case["message"] == "idle 0h11m of 4h00m"
+    assert patch_state(tmp_path) == {}
 
 
 def test_zero_surviving_gaps_is_no_gaps_and_a_rerun_says_so(

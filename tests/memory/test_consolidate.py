@@ -76,6 +76,23 @@ def test_a_review_thread_that_just_closed_consolidates(
     assert data["signals"] == ["review_thread_closed"] and data["outcome"] == "written"
 
 
+def test_a_case_that_closed_is_consolidated_by_the_due_walk(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#14 point 12: the "review thread just closed" signal could never fire in --due, which
+    skipped closed cases; TASK.md stayed stale at close."""
+    mem.open_case()
+    _talk(mem, monkeypatch, QUIET, T0)
+    with at(monkeypatch, T0 + timedelta(minutes=5)):
+        _move(CASE, "approved", "in_progress", "mr_open", "merged", "closed")
+        due = mem.consolidate("--due")["data"]
+        again = mem.consolidate("--due")["data"]
+    [done] = due["done"]
+    assert done["case_id"] == CASE and done["outcome"] == "written"
+    assert done["signals"] == ["review_thread_closed"]
+    assert again["done"] == [] and CASE in again["not_due"]  # folded in once
+
+
 def test_none_fires_no_model_call(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     mem.open_case("AAA-102")
     mem.open_case()  # the replies go to this one's thread

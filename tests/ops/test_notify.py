@@ -76,7 +76,7 @@ def test_without_a_case_thread_the_dm_goes_top_level(
     notify.mr_merged(out, cfg, case_id="BBB-1", mr="acme/x!9", detail="Worktree removed.")
     [message] = slack_emu.messages("D0SELF")
     assert "thread_ts" not in message
-    assert message["text"].startswith(":tada: acme/x!9 merged. Worktree removed.")
+    assert message["text"].startswith("*BBB-1*: :tada: acme/x!9 merged. Worktree removed.")
 
 
 def test_the_identity_provider_dm_carries_the_runbook_and_a_default_when_there_is_none(

@@ -45,15 +45,22 @@ def test_dead_thread_storm_evicted_threads_cost_zero_calls_in_later_cycles(
     slack_emu,
     harness_ready: Path,  # type: ignore[no-untyped-def]
 ) -> None:
-    """Before the fix a cycle made 12 retries for hours; after it, none."""
+    """Before the fix a cycle made 12 retries for hours; after it, none. (Slack also answers
+    thread_not_found for a thread it does not show yet, so a young thread is evicted only once
+    the answer repeats across ``thread_gone_confirmations`` cycles.)"""
     for i in range(12):
         slack_emu.post_as("C0SUPPORT", "U0CUSTOMER", f"ticket {i}")
     _poll(cli)
     tickets = [m for m in slack_emu.messages("C0SUPPORT") if not m.get("thread_ts")]
     for msg in tickets:
         slack_emu.delete_message("C0SUPPORT", msg["ts"])
-    first = _poll(cli)
-    assert len(first["evicted"]) == 12
+    evicted: list[str] = []
+    for _ in range(3):
+        evicted += _poll(cli)["evicted"]
+    assert len(evicted) == 12
+    # twelve open cases lost their ticket thread: the operator hears it once, not twelve times
+    [told] = [m["text"] for m in slack_emu.messages("D0SELF") if "no longer readable" in m["text"]]
+    assert "12 threads of open cases" in told
     before = slack_emu.calls("conversations.replies", "C0SUPPORT")
     for _ in range(5):
         assert _poll(cli)["evicted"] == []

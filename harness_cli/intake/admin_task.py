@@ -1,0 +1,98 @@
+"""``admin: task <jira> [--auto]`` (reference Layer 6: "runs the entire analyze, implement and
+MR pipeline, and adding --auto makes it unattended").
+
+The case gets a case thread like any ticket's, so the "reply to approve" its investigation asks
+for is read; ``--auto`` is kept on the case, so it reaches the dev-agent whichever approval
+comes after the investigation.
+"""
+
+from __future__ import annotations
+
+from harness_cli.config import resolve_project
+from harness_cli.errors import HarnessError, InputError
+from harness_cli.intake import case_thread
+from harness_cli.intake.context import Intake
+from harness_cli.workspace import registry
+from harness_cli.workspace.case import validate_case_id
+
+
+def task(ctx: Intake, key: str, *, auto: bool) -> str:
+    """``task <jira> [--auto]``: investigate (a new or failed case), or start the dev-agent on
+    an approved one. ``--auto`` is remembered on the case, so the approval that comes after the
+    investigation — a reply "approve" in the case thread, or ``admin: task`` without it — still
+    runs the task unattended."""
+    case_id = validate_case_id(key)
+    t = ctx.cfg.harness.thresholds
+    try:
+        case = registry.load_case(case_id)
+        created = False
+    except InputError:
+        project = resolve_project(ctx.cfg.projects, jira_key=case_id)
+        opened = registry.open_case(
+            t,
+            case_id=case_id,
+            project=project,
+            title=case_id,
+            kind="task",
+            jira=case_id,
+            message={"text": f"admin: task {case_id}"},
+            sync_now=not ctx.deferred,
+        )
+        case, created = opened.case, opened.created
+    if auto and not case.task_auto:
+        with registry.update_case(case_id, t, "task --auto", sync_now=not ctx.deferred) as fresh:
+            fresh.task_auto = True
+        case.task_auto = True
+    auto = auto or case.task_auto
+    note = ""
+    try:
+        case_thread.ensure(
+            ctx,
+            case,
+            text=f"Task {case_thread.marker(case_id)} ({case.project}), asked with "
+            f"`admin: task {case_id}{' --auto' if auto else ''}`: reply here to steer or "
+            "approve.",
+            fresh=created,
+            since=ctx.command_ts,
+        )
+    except HarnessError as exc:
+        if ctx.deferred:
+            raise  # from Slack: the lifecycle retries the whole command
+        note = f" (no case thread yet: {exc.line()})"
+    case_dir = str(registry.case_dir(case_id))
+    if case.status == "awaiting_approval":
+        with registry.update_case(case_id, t, "approved") as fresh:
+            fresh.move("approved", by="operator", note="admin task")
+        ctx.start(
+            "dev-agent",
+            case_id=case_id,
+            case_dir=case_dir,
+            trigger=ctx.trigger(),
+            args={"mode": "task", "auto": auto},
+        )
+        return f"approved {case_id}: dev-agent started (mode task{', auto' if auto else ''}){note}"
+    if case.status in ("approved", "in_progress") and case.plan_pending:
+        with registry.update_case(case_id, t, "plan approved") as fresh:
+            fresh.plan_pending = False
+        ctx.start(
+            "dev-agent",
+            case_id=case_id,
+            case_dir=case_dir,
+            trigger=ctx.trigger(),
+            args={"mode": "task", "auto": auto, "plan_approved": True},
+        )
+        return f"plan approved for {case_id}: dev-agent implements it now"
+    if case.status in ("new", "failed", "closed"):
+        ctx.start(
+            "investigate",
+            case_id=case_id,
+            case_dir=case_dir,
+            trigger=ctx.trigger(),
+            args={"then": "task", "auto": auto},
+        )
+        return (
+            f"{case_id}: investigation started; the task follows once it is approved"
+            + (" (auto)" if auto else "")
+            + note
+        )
+    return f"{case_id} is already {case.status}; nothing started"
