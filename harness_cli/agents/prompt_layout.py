@@ -16,6 +16,17 @@ first and what changes with each call comes last:
 Parts 1-4 are the system prompt (``system_parts``); part 5 is ``user_blocks``. The working
 directory sits in the user turn because it changes with every worktree, case and reviewer
 folder, and a system prompt holding it would be a new prefix each time.
+
+No role resumes its previous call's session (``RunRequest.resume``, the CLI's ``--resume``),
+though both runtimes support it. The roles called more than once in a case — the
+investigator's iterations, dev-agent-plan's rounds, push heal's plan then act — get a fresh
+conversation each round on purpose: a round is rebuilt from the case's files (guard notes at
+its head, the pinned report at its tail), not from the model's earlier reasoning; the CLI keeps
+a transcript under ``CLAUDE_CONFIG_DIR``, outside the case and its git history; and push
+heal's act session has another tool set than its plan, so its prefix is new either way. With
+parts 1-4 read from the cache a fresh round pays for its tools and system at the cache's read
+price already (``bench/bench_runtime_cost.py``: the share read from each role's second call
+on); a resumed one would add every earlier turn to each later call.
 """
 
 from __future__ import annotations
