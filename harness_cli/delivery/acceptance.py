@@ -12,6 +12,11 @@ files they depend on, for the operator to approve before the result is trusted.
 
 Fail-closed means: no check configured, a check that cannot start, a timeout, or a worktree that
 changed while the checks ran all give ``passed=False``.
+
+The checks run code the agent wrote, so they run in the agent's box (``agents.sandbox``): the
+worktree read-write, the toolchain read-only, a scratch HOME, no network, no ``$HARNESS_HOME``,
+no credentials. With no working sandbox they are refused like any other agent command, unless
+harness.yaml says ``sandbox.required: false``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import __version__, clock
+from harness_cli.agents import sandbox
+from harness_cli.agents.sandbox import SandboxSettings, View
 from harness_cli.delivery.check_guard import DEFAULT_CHECK_PATHS, checks_changed, guard_verdict
 from harness_cli.errors import ConfigError, HarnessError, ServiceError
 from harness_cli.services.git import Git
@@ -191,7 +198,7 @@ def _argv(command: str) -> list[str]:
     return argv
 
 
-def _env() -> dict[str, str]:
+def _env(box: View | None) -> dict[str, str]:
     # The checks run code the agent wrote: they get no credentials of the harness.
     env = {
         k: v
@@ -199,18 +206,22 @@ def _env() -> dict[str, str]:
         if not k.upper().endswith(_SECRET_SUFFIXES) and not k.startswith("SLACK_")
     }
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if box is not None:
+        env.update(HOME=str(box.home), TMPDIR="/tmp")
     return env
 
 
-def _run_check(command: str, worktree: Path, timeout_s: float) -> CheckRun:
+def _run_check(command: str, worktree: Path, timeout_s: float, box: View | None) -> CheckRun:
     run = CheckRun(command=command, argv=[], exit_code=None, duration_s=0.0)
     started = time.monotonic()
     try:
         run.argv = _argv(command)
+        # bwrap --die-with-parent: killing the group below ends everything inside the box too
+        argv = sandbox.bwrap_argv(box, run.argv) if box is not None else run.argv
         proc = subprocess.Popen(
-            run.argv,
+            argv,
             cwd=worktree,
-            env=_env(),
+            env=_env(box),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -270,11 +281,13 @@ def run_acceptance(
     timeout_s: float = 600,
     base_sha: str | None = None,
     approved: Collection[str] = (),
+    box: SandboxSettings | None = None,
 ) -> AcceptanceRecord:
     """Run every check in ``worktree`` (each up to ``timeout_s``), record the result durably in
     ``<case_dir>/acceptance/`` and return it. Every check runs even after one fails, so the
     record shows the whole picture. ``base_sha``: fail closed when the change edits what the
-    checks run, unless ``approved`` holds the digest of exactly that change."""
+    checks run, unless ``approved`` holds the digest of exactly that change. ``box``: the
+    harness.yaml ``sandbox:`` settings the checks run under (default: boxed, failing closed)."""
     worktree = Path(worktree).resolve()
     case_dir = Path(case_dir)
     excluded: list[str] = []
@@ -282,7 +295,14 @@ def run_acceptance(
         excluded.append(case_dir.resolve().relative_to(worktree).as_posix())
     started_at = clock.now()
     head, digest, dirty = snapshot(worktree, excluded=excluded)
-    runs = [_run_check(command, worktree, timeout_s) for command in checks]
+    settings = box or SandboxSettings()
+    with sandbox.scratch() as folder:
+        view = None
+        if checks and sandbox.required_box("anthropic", settings, "acceptance"):
+            view = sandbox.view_for(
+                worktree, [worktree], [], folder / "home", extra_toolchain=settings.toolchain
+            )
+        runs = [_run_check(command, worktree, timeout_s, view) for command in checks]
     after = snapshot(worktree, excluded=excluded)
     reason = _verdict(runs, after[:2] != (head, digest))
     guard = guard_verdict(worktree, base_sha, checks, approved) if base_sha else None

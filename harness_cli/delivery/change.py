@@ -75,7 +75,7 @@ def change_push_and_mr(
         change.left_out = outside_task_paths(wt.path)
         change.record = acceptance.run_acceptance(
             wt.path, work.checks(), work.case_dir, base_sha=wt.base_sha,
-            approved=check_guard.approved_digests(work.case_dir),
+            approved=check_guard.approved_digests(work.case_dir), box=work.cfg.harness.sandbox,
         )  # fmt: skip
         if change.record.passed:
             break

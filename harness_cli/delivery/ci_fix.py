@@ -79,7 +79,7 @@ def _resubmit(work: Work, wt: Worktree) -> dict[str, Any] | None:
     current = work.gitlab.get_mr(project, int(iid))
     record = acceptance.run_acceptance(
         wt.path, work.checks(), work.case_dir, base_sha=wt.base_sha,
-        approved=check_guard.approved_digests(work.case_dir),
+        approved=check_guard.approved_digests(work.case_dir), box=work.cfg.harness.sandbox,
     )  # fmt: skip
     done = mr.submit_mr(
         work.gitlab, project=project, source_branch=wt.branch, target_branch=wt.base_branch,

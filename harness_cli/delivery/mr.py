@@ -188,6 +188,22 @@ def submit_mr(
     return SubmitResult(mr=mr, ready=ready, adopted=adopted)
 
 
+def back_to_draft(gitlab: GitLab, project: str, branch: str) -> list[str]:
+    """The harness's open MRs from ``branch`` become Drafts again (#21 p2: a push refused by the
+    secret scan leaves the MR Draft, even one that was ready on an earlier head, since the
+    review or fix it waits for will not arrive). Returns the MR keys it changed."""
+    changed: list[str] = []
+    for key, entry in files.monitored_mrs().read().mrs.items():
+        if entry.project != project or entry.source_branch != branch or entry.adopted:
+            continue
+        current = gitlab.get_mr(project, entry.iid)
+        if current.state == "opened" and not current.title.lower().startswith(("draft:", "wip:")):
+            gitlab.update_mr(project, entry.iid, title=DRAFT_PREFIX + _bare(current.title))
+            event(log, "mr_back_to_draft", mr=key, branch=branch)
+            changed.append(key)
+    return changed
+
+
 def _humans(mr: MergeRequest) -> bool:
     """An MR mr-monitor was told to watch (``--watch``) rather than one the harness opened."""
     entry = files.monitored_mrs().read().mrs.get(MonitoredMrs.key(mr.project, mr.iid))

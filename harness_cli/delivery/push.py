@@ -186,8 +186,23 @@ def _refuse_secrets(
         trail_path=str(trail),
     )  # fmt: skip
     text = secret_scan.refusal_text(case_id, wt.branch, findings)
+    drafted = _back_to_draft(wt)
+    if drafted:
+        text += f"\n{', '.join(drafted)} is a Draft again until a clean push."
     outcome.escalation_ts = notify.dm(outbound, cfg, "push_refused_secret", text, case_id=case_id)
     return _finish(outcome, ok=False, sha=None)
+
+
+def _back_to_draft(wt: Worktree) -> list[str]:
+    from harness_cli.delivery.mr import back_to_draft
+    from harness_cli.errors import HarnessError
+    from harness_cli.services import factory
+
+    try:
+        return back_to_draft(factory.gitlab(), wt.project, wt.branch)
+    except HarnessError as exc:  # the refusal and its DM stand; the MR is checked next cycle
+        event(log, "mr_back_to_draft_failed", logging.WARNING, branch=wt.branch, error=str(exc))
+        return []
 
 
 def _contains_target(wt: Worktree, target: str) -> Callable[[str], str | None]:

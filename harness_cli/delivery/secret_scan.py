@@ -170,7 +170,8 @@ def refusal_text(case_id: str, branch: str, findings: list[Finding]) -> str:
     more = f"\n…and {len(findings) - len(shown)} more" if len(findings) > len(shown) else ""
     return (
         f":no_entry: Push refused — case {case_id}: the new commits on `{branch}` carry what "
-        "looks like a secret, so nothing was pushed and the MR stays a draft. Where:\n"
+        "looks like a secret, so nothing was pushed and the MR stays (or goes back to) a draft. "
+        "Where:\n"
         + "\n".join(f"• `{f.render()}`" for f in shown)
         + more
         + "\nRemove it from the branch's history (and rotate it if it is real), then run the "

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness_cli.agents import policy
 from harness_cli.config import Config
-from harness_cli.investigation.runs import SLACK_WRITE_TOOLS, CaseRunner
+from harness_cli.investigation.runs import CaseRunner
 from harness_cli.memory.thresholds import MemoryThresholds
 
 WRITE_TOOLS = ("Bash", "Write", "Edit", "MultiEdit", "NotebookEdit")
@@ -22,8 +23,7 @@ WRITE_TOOLS = ("Bash", "Write", "Edit", "MultiEdit", "NotebookEdit")
 def read_only_disallowed(cfg: Config) -> tuple[str, ...]:
     """Every tool that changes something: files, the shell, and Slack writes ("all outbound
     text goes through the harness")."""
-    mcp = [f"mcp__{server}__{tool}" for server in cfg.mcp.mcpServers for tool in SLACK_WRITE_TOOLS]
-    return (*WRITE_TOOLS, *mcp)
+    return (*WRITE_TOOLS, *policy.slack_write_tools(list(cfg.mcp.mcpServers)))
 
 
 MemoryRunner = CaseRunner

@@ -7,6 +7,7 @@ invalidates a pass; the files the checks depend on are flagged when they change.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -240,3 +241,49 @@ def test_required_checks_key() -> None:
     assert required_checks(SimpleNamespace(required_checks=["make test"])) == ["make test"]
     with pytest.raises(ConfigError):
         required_checks(SimpleNamespace(required_checks="make test"))
+
+
+def test_checks_run_in_the_agents_box(
+    repo: Path, case_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks run code the agent wrote: outside the worktree they read and write nothing
+    (the harness's home, the operator's files) and they reach no network."""
+    home = tmp_path / "harness-home"
+    home.mkdir()
+    (home / "oncall-state.json").write_text('{"paused": false}')
+    monkeypatch.setenv("HARNESS_HOME", str(home))
+    outside = tmp_path / "outside.txt"
+    listener = socket.create_server(("127.0.0.1", 0))  # reachable from the harness itself
+    port = listener.getsockname()[1]
+    probes = {
+        "read": f"python -c \"open('{home / 'oncall-state.json'}').read()\"",
+        "write": f"python -c \"open('{outside}', 'w').write('x')\"",
+        "net": f"python -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\"",
+    }
+    try:
+        record = run_acceptance(repo, list(probes.values()), case_dir)
+    finally:
+        listener.close()
+    read, _write, net = (c.exit_code for c in record.checks)
+    assert read == 1 and net == 1, record.checks
+    assert not outside.exists()  # a write outside the worktree lands in the box's own /tmp
+    assert record.passed is False
+    # inside the worktree the checks work as before
+    apply_fix(repo)
+    commit(repo, "Apply the bulk discount at the threshold")
+    assert run_acceptance(repo, PYTEST, case_dir).passed
+
+
+def test_without_a_sandbox_the_checks_are_refused_unless_the_operator_opted_out(
+    repo: Path, case_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness_cli.agents import sandbox
+    from harness_cli.agents.sandbox import SandboxSettings
+    from harness_cli.errors import PolicyRefused
+
+    monkeypatch.setattr(sandbox, "problem", lambda runtime: "bubblewrap (bwrap) is not installed")
+    with pytest.raises(PolicyRefused, match="acceptance run"):
+        run_acceptance(repo, PYTEST, case_dir)
+    apply_fix(repo)
+    commit(repo, "Apply the bulk discount at the threshold")
+    assert run_acceptance(repo, PYTEST, case_dir, box=SandboxSettings(required=False)).passed

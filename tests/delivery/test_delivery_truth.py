@@ -100,6 +100,27 @@ def test_a_claimed_change_gets_no_reply_and_a_real_one_gets_one_reply_per_discus
     assert len(bot) == 3  # the two replies and the one notice
 
 
+# -- #21 p2: a secret in a review round: nothing pushed, the ready MR is a Draft again ------
+def test_a_secret_in_a_review_round_puts_the_ready_mr_back_to_draft(desk: Desk) -> None:
+    desk.force_ci("success", times=6)
+    desk.approved_case("LEAK-1")
+    task = desk.task("LEAK-1")
+    assert task["data"]["mr"]["ready"] is True, task
+    desk.cycle()
+    sha = desk.mr()["sha"]
+    assert not desk.mr()["title"].startswith("Draft:")
+    posts = len(desk.harness_posts())
+    desk.note(1, "[scenario: leak] please note the access in the changelog")
+    desk.cycle()
+    [result] = desk.run_dispatched(expect=None)
+    assert result["data"]["pushed"] is False, result
+    assert desk.mr()["sha"] == sha  # nothing left with a push
+    assert desk.mr()["title"].startswith("Draft: "), desk.mr()["title"]
+    refused = [p for p in _texts(desk.harness_posts(posts)) if "Push refused" in p]
+    assert len(refused) == 1 and f"{PROJECT}!1 is a Draft again" in refused[0], refused
+    assert "leakedFAKEtoken" not in " ".join(_texts(desk.harness_posts()))
+
+
 # -- 7: a no-op CI fix is a failed attempt; three of them escalate, naming job and tries ------
 def test_a_ci_fix_that_changes_nothing_counts_and_escalates_with_the_mr_and_the_job(
     desk: Desk,
