@@ -38,11 +38,15 @@ STDERR_KEEP = 4000
 ALWAYS_ENV = {
     "DISABLE_TELEMETRY": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "MCP_CONNECTION_NONBLOCKING": "false",
     "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
 }
-"""Without the second the CLI makes a title side call and tries the public API host. The
-third turns off the CLI's own memory, a folder outside every role whose path (in the system
-prompt) changed with the working directory — a case's state lives in the case, not there."""
+"""Without the second the CLI makes a title side call and tries the public API host. The third:
+in ``-p`` mode the CLI otherwise sends its first request before a slow MCP server has
+connected, and the run never sees that server's tools (a loaded machine, a cold Python
+server); blocking, the first request waits for the servers (up to MCP_TIMEOUT). The fourth
+turns off the CLI's own memory, a folder outside every role whose path (in the system prompt)
+changed with the working directory — a case's state lives in the case, not there."""
 KEYED_ENV = {"CLAUDE_CODE_ATTRIBUTION_HEADER": "0"}
 """For a run paying per token with an API key: no attribution block, the first system block,
 which holds a fingerprint of each prompt (``cc_version=….<hash>``) and so made every run's
@@ -113,16 +117,9 @@ class ClaudeCodeRuntime:
         return path
 
     def command(self, binary: Path, req: RunRequest, *, settings: Path | None = None) -> list[str]:
-        # The prompt comes on stdin (``stdin_message``): two blocks, and no ticket text in the
-        # process list for other users of the machine to read.
-        args = [
-            str(binary),
-            "-p",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-        ]
+        # The prompt goes right after -p: the variadic options below would swallow it. Its
+        # run facts come first, the role's prompt after (``prompt_layout.user_text``).
+        args = [str(binary), "-p", prompt_layout.user_text(req), "--output-format", "stream-json"]
         args += ["--verbose", *self.permissions(req, settings)]
         args += ["--max-turns", str(req.max_turns)]
         # Only the built-in tools the harness's own loop would offer: the CLI's other two
@@ -143,14 +140,6 @@ class ClaudeCodeRuntime:
         if self.model:
             args += ["--model", self.model]
         return args
-
-    @staticmethod
-    def stdin_message(req: RunRequest) -> str:
-        """The user turn as the one stream-json line the CLI reads before it starts
-        (``prompt_layout.user_blocks``: the run's facts, then the role's prompt)."""
-        content = [{"type": "text", "text": b} for b in prompt_layout.user_blocks(req)]
-        message = {"type": "user", "message": {"role": "user", "content": content}}
-        return json.dumps(message, ensure_ascii=False) + "\n"
 
     @staticmethod
     def system_prompt(req: RunRequest) -> list[str]:
@@ -235,16 +224,12 @@ class ClaudeCodeRuntime:
             self.command(binary, req, settings=settings),
             cwd=req.workdir,
             env=env,
-            stdin=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group: a kill takes its tools with it
         )
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        feed = threading.Thread(
-            target=_feed, args=(proc.stdin, self.stdin_message(req).encode()), daemon=True
-        )
-        feed.start()
+        assert proc.stdout is not None and proc.stderr is not None
         stderr: collections.deque[str] = collections.deque(maxlen=50)
         drain = threading.Thread(target=_drain, args=(proc.stderr, stderr), daemon=True)
         drain.start()
@@ -274,14 +259,6 @@ class ClaudeCodeRuntime:
 
 def _api_key() -> str | None:
     return next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), None)
-
-
-def _feed(pipe: IO[bytes], data: bytes) -> None:
-    """Write the prompt and close stdin: the CLI answers once it reads end of input."""
-    with contextlib.suppress(OSError):  # the CLI died first: its exit says why
-        pipe.write(data)
-    with contextlib.suppress(OSError):
-        pipe.close()
 
 
 def _drain(pipe: IO[bytes], keep: collections.deque[str]) -> None:

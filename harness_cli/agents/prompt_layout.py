@@ -64,3 +64,8 @@ def user_blocks(req: RunRequest) -> tuple[str, ...]:
     if req.resume and req.session_id:
         return (req.role_prompt(),)
     return (run_facts(req), req.role_prompt())
+
+
+def user_text(req: RunRequest) -> str:
+    """The user turn as one text (the claude CLI takes its prompt as one argument)."""
+    return "\n\n".join(user_blocks(req))
