@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import paths
-from harness_cli.agents import guard, policy, sandbox, tools
+from harness_cli.agents import guard, policy, prompt_layout, sandbox, tools
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -52,13 +52,6 @@ EPHEMERAL = {"type": "ephemeral"}
 PROMPT_CACHE_ENV = "HARNESS_PROMPT_CACHE"
 """``0`` turns prompt caching off (no ``cache_control`` anywhere): the benchmark's baseline."""
 SESSION_ID = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-
-BASE_SYSTEM = """\
-You are an engineering agent run by the harness, in the role {role}.
-Working directory: {workdir}
-Writable folder: {allowed_root} (writes anywhere else are refused; message.json is read-only)
-Use the tools to look at real files before concluding; cite paths as path:line. When the task
-is done, answer with a short plain-text report and no tool call."""
 
 
 class _Stopped(Exception):
@@ -148,11 +141,11 @@ class AnthropicRuntime:
         if not SESSION_ID.match(session_id):
             raise ConfigError(f"session id {session_id!r} is not a plain name")
         messages = self._load(session_id) if req.resume else []
-        prompt = {"type": "text", "text": req.role_prompt()}
+        prompt = [{"type": "text", "text": b} for b in prompt_layout.user_blocks(req)]
         if messages and messages[-1]["role"] == "user":  # resumed after tool results
-            messages[-1]["content"].append(prompt)
+            messages[-1]["content"].extend(prompt)
         else:
-            messages.append({"role": "user", "content": [prompt]})
+            messages.append({"role": "user", "content": prompt})
         if req.mcp_config is not None:
             event(log, "mcp_config_ignored", logging.WARNING, path=str(req.mcp_config))
         budget = _Budget(req.max_turns, time.monotonic() + req.timeout_s)
@@ -353,14 +346,19 @@ def _effect(offered: Mapping[str, tools.ToolContract], call: dict[str, Any]) -> 
 
 
 def _system(req: RunRequest, *, cache: bool = True) -> list[dict[str, Any]]:
-    """Stable blocks first (cached across runs), then this run's own (cached across turns)."""
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": b} for b in req.cache_prefix if b]
-    if blocks and cache:
-        blocks[-1]["cache_control"] = EPHEMERAL
-    own = BASE_SYSTEM.format(role=req.role, workdir=req.workdir, allowed_root=req.allowed_root)
-    if req.system:
-        own += "\n\n" + req.system
-    blocks.append({"type": "text", "text": own, **({"cache_control": EPHEMERAL} if cache else {})})
+    """The system parts in cache order (``prompt_layout``), one block each, with breakpoints
+    after the shared prefix (every role of the project with the same tools), after the role's
+    context (every call of that role in the case) and after the role's rules."""
+    shared = [prompt_layout.FRAMING, *(b for b in req.cache_prefix if b)]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": b} for b in shared]
+    marks = [len(blocks) - 1]
+    for own in (req.context, req.system):
+        if own:
+            blocks.append({"type": "text", "text": own})
+            marks.append(len(blocks) - 1)
+    if cache:
+        for i in marks:
+            blocks[i]["cache_control"] = EPHEMERAL
     return blocks
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from harness_cli.agents import guard, lifetime, policy, sandbox
+from harness_cli.agents import guard, lifetime, policy, prompt_layout, sandbox
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -38,11 +39,18 @@ ALWAYS_ENV = {
     "DISABLE_TELEMETRY": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "MCP_CONNECTION_NONBLOCKING": "false",
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
 }
 """Without the second the CLI makes a title side call and tries the public API host. The third:
 in ``-p`` mode the CLI otherwise sends its first request before a slow MCP server has
 connected, and the run never sees that server's tools (a loaded machine, a cold Python
-server); blocking, the first request waits for the servers (up to MCP_TIMEOUT)."""
+server); blocking, the first request waits for the servers (up to MCP_TIMEOUT). The fourth
+turns off the CLI's own memory, a folder outside every role whose path (in the system prompt)
+changed with the working directory — a case's state lives in the case, not there."""
+KEYED_ENV = {"CLAUDE_CODE_ATTRIBUTION_HEADER": "0"}
+"""For a run paying per token with an API key: no attribution block, the first system block,
+which holds a fingerprint of each prompt (``cc_version=….<hash>``) and so made every run's
+prefix new. A run on the CLI's own login keeps it (a subscription's requests carry it)."""
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 KEY_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 """Never in the CLI's environment (its Bash and ``/proc/<pid>/environ`` would show them): the
@@ -77,14 +85,17 @@ class ClaudeCodeRuntime:
         boxed = policy.shell_allowed(req) and sandbox.required_box(
             self.name, self.sandbox, req.role
         )
-        with sandbox.scratch() as folder:
+        # A boxed run's folder paths are in its Bash tool's definition, part of the prompt:
+        # the same private folder for every boxed run in this workdir keeps them the same.
+        digest = hashlib.sha256(os.path.realpath(req.workdir).encode()).hexdigest()[:16]
+        with sandbox.scratch(digest if boxed else None) as folder:
             settings = self._settings(req, folder, boxed)
             return guard.guarded(req, lambda: self._run(binary, req, folder, settings))
 
     def _settings(self, req: RunRequest, folder: Path, boxed: bool) -> Path:
         """The run's ``--settings`` file: the Bash sandbox (for a run with a shell) and the
         ``apiKeyHelper`` reading the key from a file in the run's private folder."""
-        key = next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), None)
+        key = _api_key()
         helper = None
         if key:
             key_file = folder / "key"
@@ -106,17 +117,18 @@ class ClaudeCodeRuntime:
         return path
 
     def command(self, binary: Path, req: RunRequest, *, settings: Path | None = None) -> list[str]:
-        # The prompt goes right after -p: the variadic options below would swallow it.
-        args = [str(binary), "-p", req.role_prompt(), "--output-format", "stream-json"]
+        # The prompt goes right after -p: the variadic options below would swallow it. Its
+        # run facts come first, the role's prompt after (``prompt_layout.user_text``).
+        args = [str(binary), "-p", prompt_layout.user_text(req), "--output-format", "stream-json"]
         args += ["--verbose", *self.permissions(req, settings)]
         args += ["--max-turns", str(req.max_turns)]
+        # Only the built-in tools the harness's own loop would offer: the CLI's other two
+        # dozen (agents, cron, tasks, web…) cost ~17k tokens of definitions on every call.
+        args += ["--tools", ",".join(policy.offered_tools(req))]
         denied = [*policy.disallowed_tools(req), *self.deny_rules(req, settings)]
         if denied:
             args += ["--disallowedTools", ",".join(denied)]
-        # The CLI places and caches its own system prompt: the stable blocks go in front of ours.
-        appended = "\n\n".join(b for b in (*req.cache_prefix, req.system) if b)
-        if appended:
-            args += ["--append-system-prompt", appended]
+        args += self.system_prompt(req)
         # Only the MCP servers the harness names: none from the user's or the repo's config.
         args += ["--strict-mcp-config"]
         if req.mcp_config is not None:
@@ -128,6 +140,18 @@ class ClaudeCodeRuntime:
         if self.model:
             args += ["--model", self.model]
         return args
+
+    @staticmethod
+    def system_prompt(req: RunRequest) -> list[str]:
+        """The harness's system parts (``prompt_layout``) as the CLI's whole system prompt
+        (``--system-prompt``) — except for a role with a shell, which changes code and keeps
+        the CLI's own guidance on its shell, edits and git, the harness's parts appended. Its
+        per-machine sections (working directory, git status) then go to the first user turn
+        instead, so the system prompt is the same for every worktree and every commit."""
+        text = prompt_layout.system_text(req)
+        if not policy.shell_allowed(req):
+            return ["--system-prompt", text]
+        return ["--exclude-dynamic-system-prompt-sections", "--append-system-prompt", text]
 
     @staticmethod
     def permissions(req: RunRequest, settings: Path | None = None) -> list[str]:
@@ -188,7 +212,7 @@ class ClaudeCodeRuntime:
         env["CLAUDE_CONFIG_DIR"] = os.environ.get("CLAUDE_CONFIG_DIR") or str(
             Path.home() / ".claude"
         )
-        env.update({**self.env, **ALWAYS_ENV})
+        env.update({**self.env, **ALWAYS_ENV, **(KEYED_ENV if _api_key() else {})})
         if os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"  # bypassPermissions is refused to root without it
         return env
@@ -245,6 +269,10 @@ class ClaudeCodeRuntime:
         drain.join(timeout=2)
         tail = "".join(stderr)[-STDERR_KEEP:]
         return stream.finish(code, killed.is_set(), tail)
+
+
+def _api_key() -> str | None:
+    return next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), None)
 
 
 def _drain(pipe: IO[bytes], keep: collections.deque[str]) -> None:

@@ -37,6 +37,12 @@ SLACK_WRITE_TOOLS = (
 server's name says nothing about what it wraps); a deny rule wins over any allow."""
 
 
+BUILTIN_TOOLS = ("Read", "Glob", "Grep", "Write", "Edit", "Bash")
+"""The built-in tools an agent run may be offered, the same on both runtimes: the harness's own
+loop implements exactly these (``agents.tools.TOOLS``), the claude CLI gets only these
+(``--tools``) — minus what ``disallowed_tools`` removes for the run."""
+
+
 @dataclass(frozen=True)
 class Role:
     bash: bool
@@ -92,6 +98,12 @@ def disallowed_tools(req: RunRequest) -> tuple[str, ...]:
     if not role(req.role).bash:
         denied.append("Bash")
     return tuple(dict.fromkeys(denied))
+
+
+def offered_tools(req: RunRequest) -> tuple[str, ...]:
+    """The built-in tools this run is offered (MCP servers' tools come on top)."""
+    denied = set(disallowed_tools(req))
+    return tuple(t for t in BUILTIN_TOOLS if t not in denied)
 
 
 def shell_allowed(req: RunRequest) -> bool:

@@ -102,7 +102,7 @@ class RunRequest:
     """Domains the agent's shell commands may reach (the project's ``agent_network``); empty:
     no network at all. The harness's own loop can only open all of it or none."""
     system: str = ""
-    """Appended to the runtime's system prompt (claude: ``--append-system-prompt``)."""
+    """A role's standing rules, last in the system prompt (``agents.prompt_layout``)."""
     disallowed_tools: tuple[str, ...] = ()
     """Not even offered to the model, e.g. ``("Bash",)`` for investigations."""
     max_turns: int = 20
@@ -114,6 +114,10 @@ class RunRequest:
     mcp_config: Path | None = None
     cache_prefix: tuple[str, ...] = ()
     """Stable blocks (SOP, KB…) placed first in the system prompt with ``cache_control``."""
+    context: str = ""
+    """What every call of this role in this case shares (the ticket, the locked slate…):
+    after ``cache_prefix`` in the system prompt, so a case's next call reads it from the
+    cache (``agents.prompt_layout``)."""
     protect: tuple[Path, ...] = ()
     """Trees the guard snapshots and restores (allowed_root itself is skipped inside them).
     Only trees no concurrent run may write to: the guard puts back *any* change there."""
@@ -124,6 +128,7 @@ class RunRequest:
         # or a CI trace quoted in a prompt may carry a token).
         self.prompt = redact(self.prompt)
         self.system = redact(self.system)
+        self.context = redact(self.context)
         self.cache_prefix = tuple(redact(b) for b in self.cache_prefix)
 
     def emit(self, kind: EventKind, **data: Any) -> None:

@@ -13,16 +13,18 @@ harness.yaml says ``sandbox.required: false`` (then it runs unboxed, with a warn
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -118,6 +120,11 @@ def git_view(worktree: Path) -> tuple[list[Path], list[Path], list[Path]]:
         common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
     except OSError:
         common = gitdir
+    if (common / "objects").is_dir():
+        # git makes logs/ at its first reflog write; made now, every run gets the same view
+        # (the claude CLI prints the view into its Bash tool's definition: a prompt prefix)
+        with contextlib.suppress(OSError):
+            (common / "logs").mkdir(exist_ok=True)
     writable = [gitdir, *(common / name for name in ("objects", "refs", "logs"))]
     pinned = [link, *(gitdir / name for name in ("commondir", "gitdir", "config.worktree"))]
     return (
@@ -241,14 +248,52 @@ def required_box(runtime: str, settings: SandboxSettings, role: str) -> bool:
 
 
 @contextlib.contextmanager
-def scratch() -> Iterator[Path]:
-    """A private folder for one run (its ``home/`` is the agent's HOME), removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix="harness-agent-"))
-    (folder / "home").mkdir()
+def scratch(stable: str | None = None) -> Iterator[Path]:
+    """A private folder for one run (its ``home/`` is the agent's HOME), removed afterwards.
+
+    ``stable`` (a name, e.g. a digest of the worktree's path) asks for the same path every
+    time: the claude CLI writes its sandbox's folders into its Bash tool's definition, so a new
+    folder per run made every run's prompt a new prefix for the cache (#22). That folder lives
+    in a parent only this user can enter and is held with flock while in use; when it is held
+    (a concurrent run with the same name) or the parent is not safe, a fresh one is made."""
+    held = _claim(stable) if stable else None
     try:
-        yield folder
+        if held is None:
+            folder = Path(tempfile.mkdtemp(prefix="harness-agent-"))
+        else:
+            folder = Path(held.name).with_suffix("")
+            shutil.rmtree(folder, ignore_errors=True)  # a killed run's leftovers
+            folder.mkdir(mode=0o700)
+        try:
+            (folder / "home").mkdir()
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if held is not None:
+            held.close()  # releases the flock; the empty lock file stays for the next run
+
+
+def _claim(name: str) -> IO[str] | None:
+    """``<private parent>/<name>.lock``, opened and locked; None when it cannot be had."""
+    parent = Path(tempfile.gettempdir()) / f"harness-agent-{os.getuid()}"
+    try:
+        parent.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(parent)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None  # someone else's folder, or one others may enter: not a safe place
+    try:
+        lock = (parent / f"{name}.lock").open("a", encoding="utf-8")
+    except OSError:
+        return None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        return None
+    return lock
 
 
 # -- the claude CLI's own sandbox -------------------------------------------------------------

@@ -52,6 +52,9 @@ DEFAULT_MODELS = (
 )
 MODEL_PATH = re.compile(r"^/v1/models/([^/]+)$")
 CHUNK_CHARS = 48
+BODY_LOG_BYTES = 32 * 1024 * 1024
+"""The request-body log stops here (one claude CLI request is ~100 KB): a sandbox left running
+for days must not fill the disk. Its last line then says it was cut."""
 
 
 @dataclass
@@ -100,11 +103,19 @@ class AnthropicEmulator(Emulator):
         clock: Callable[[], float] = time.monotonic,
         cache_min_tokens: int | None = None,
         models: tuple[tuple[str, str, str], ...] = DEFAULT_MODELS,
+        body_log: Path | None = None,
+        body_log_bytes: int = BODY_LOG_BYTES,
     ) -> None:
         """``script``: a ``Script``, inline dict, YAML path or shipped name (``smoke``);
         ``clock``: seconds, for cache TTLs; ``cache_min_tokens`` overrides the per-model
-        minimum cacheable prefix; ``models``: (id, display name, created) for ``/v1/models``."""
+        minimum cacheable prefix; ``models``: (id, display name, created) for ``/v1/models``;
+        ``body_log``: a JSON-lines file receiving every ``/v1/messages`` body with its role,
+        turn and usage (what the model was shown: ``bench/report_prefix.py`` reads it), up to
+        ``body_log_bytes``."""
         super().__init__()
+        self.body_log = body_log
+        self.body_log_bytes = body_log_bytes
+        self._logged = 0
         self.script: Script | None = load_script(script, variables) if script is not None else None
         self.clock = clock
         self.cache = PromptCache(clock, cache_min_tokens)
@@ -133,6 +144,9 @@ class AnthropicEmulator(Emulator):
             self.calls.clear()
             self.faults.clear()
             self.cache.reset()
+            if self.body_log is not None and self._logged >= 0 and self.body_log.exists():
+                with self.body_log.open("a", encoding="utf-8") as out:
+                    out.write('{"reset": true}\n')  # what follows is another run
 
     def unmatched(self) -> list[dict[str, Any]]:
         """Requests no rule answered, each with its role, turn and the reason."""
@@ -282,6 +296,7 @@ class AnthropicEmulator(Emulator):
         )
         with self.lock:
             self.calls.append(call)
+            self._log_body(body, call)
         headers = self._ids()
         if not stream:
             return Response.json(message, headers=headers)
@@ -348,6 +363,23 @@ class AnthropicEmulator(Emulator):
         delta = {"stop_reason": message["stop_reason"], "stop_sequence": None}
         yield _sse("message_delta", {"type": "message_delta", "delta": delta, "usage": final})
         yield _sse("message_stop", {"type": "message_stop"})
+
+    def _log_body(self, body: Mapping[str, Any], call: ServedCall) -> None:
+        """One line per request while under the bound; then one line saying it was cut."""
+        if self.body_log is None or self._logged < 0:
+            return
+        record = {"call": len(self.calls) - 1, "role": call.role, "turn": call.turn,
+                  "usage": call.usage, "body": body}  # fmt: skip
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        size = len(line.encode())
+        if self._logged + size > self.body_log_bytes:
+            line, self._logged = json.dumps({"truncated": True, "at_call": record["call"]}), -1
+            line += "\n"
+        else:
+            self._logged += size
+        self.body_log.parent.mkdir(parents=True, exist_ok=True)
+        with self.body_log.open("a", encoding="utf-8") as out:
+            out.write(line)
 
     @staticmethod
     def _midstream(fault: Fault) -> bytes:

@@ -25,11 +25,13 @@ from typing import Any
 
 __all__ = [
     "CacheControlError",
+    "PromptBlock",
     "PromptCache",
     "count_input_tokens",
     "estimate_tokens",
     "min_cacheable_tokens",
     "output_tokens",
+    "prompt_blocks",
 ]
 
 CHARS_PER_TOKEN = 4
@@ -67,13 +69,26 @@ def _canonical(obj: Any) -> str:
 
 
 @dataclass(frozen=True)
-class _Block:
+class PromptBlock:
+    """One block of a prompt in cache order, as the cache sees it: two blocks are the same
+    exactly when their ``key`` is (``cache_control`` aside)."""
+
     tokens: int
     key: str
     ttl: str | None
+    """The breakpoint's TTL, or None: no ``cache_control`` on this block."""
+    label: str = ""
+    """Where it sits: ``tool:Read``, ``system[1]``, ``msg0.user[2]``…"""
+
+    @property
+    def breakpoint(self) -> bool:
+        return self.ttl is not None
 
 
-def _block(kind: str, item: Any) -> _Block:
+_Block = PromptBlock
+
+
+def _block(kind: str, item: Any, label: str = "") -> _Block:
     """One prompt block; ``cache_control`` marks a breakpoint and is not part of the content."""
     ttl = None
     if isinstance(item, str):  # the API reads string content as one text block
@@ -91,24 +106,38 @@ def _block(kind: str, item: Any) -> _Block:
         tokens = estimate_tokens(text if isinstance(text, str) else _canonical(item))
     else:
         tokens = estimate_tokens(item if isinstance(item, str) else _canonical(item))
-    return _Block(tokens=tokens, key=f"{kind}:{_canonical(item)}", ttl=ttl)
+    return _Block(tokens=tokens, key=f"{kind}:{_canonical(item)}", ttl=ttl, label=label)
+
+
+def _tool_label(tool: Any) -> str:
+    return f"tool:{tool.get('name')}" if isinstance(tool, dict) else "tool"
 
 
 def _blocks(body: Mapping[str, Any]) -> list[_Block]:
-    blocks = [_block("tool", t) for t in body.get("tools") or []]
+    blocks = [_block("tool", t, _tool_label(t)) for t in body.get("tools") or []]
     system = body.get("system")
     if isinstance(system, list):
-        blocks += [_block("system", b) for b in system]
+        blocks += [_block("system", b, f"system[{i}]") for i, b in enumerate(system)]
     elif system:
-        blocks.append(_block("system", system))
-    for message in body.get("messages") or []:
+        blocks.append(_block("system", system, "system[0]"))
+    for n, message in enumerate(body.get("messages") or []):
         if not isinstance(message, dict):
             continue
         kind = f"message:{message.get('role')}"
         content = message.get("content")
         items = content if isinstance(content, list) else [content]
-        blocks += [_block(kind, item) for item in items if item is not None]
+        blocks += [
+            _block(kind, item, f"msg{n}.{message.get('role')}[{i}]")
+            for i, item in enumerate(items)
+            if item is not None
+        ]
     return blocks
+
+
+def prompt_blocks(body: Mapping[str, Any]) -> list[PromptBlock]:
+    """A Messages request as the prompt cache reads it: tools, system, messages, in order
+    (the prefix report and the cache share this one view)."""
+    return _blocks(body)
 
 
 def count_input_tokens(body: Mapping[str, Any]) -> int:

@@ -40,6 +40,10 @@ SANDBOX_TOKENS = {
 }
 
 
+ANTHROPIC_BODY_LOG = "anthropic-requests.jsonl"
+"""In the sandbox folder: every Messages request body the emulator answered (JSON lines)."""
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -87,7 +91,10 @@ class Sandbox:
         self.root.mkdir(parents=True, exist_ok=True)
         self.slack = SlackEmulator()
         self.gitlab = GitLabEmulator(self.root / "gitlab")
-        self.anthropic = AnthropicEmulator(self.scenario.script)
+        # what the model was shown, request by request (bounded): `demo --keep` leaves it
+        self.anthropic = AnthropicEmulator(
+            self.scenario.script, body_log=self.root / ANTHROPIC_BODY_LOG
+        )
         self.pagerduty = PagerDutyEmulator()
         for emulator in (self.slack, self.gitlab, self.anthropic, self.pagerduty):
             emulator.start()

@@ -19,6 +19,7 @@ from harness_cli.agents import guard, tools
 from harness_cli.agents.anthropic_loop import _batches
 from harness_cli.agents.claude_code import ClaudeCodeRuntime, _Stream
 from harness_cli.agents.factory import build_runtime, runtime_name
+from harness_cli.agents.prompt_layout import FRAMING
 from harness_cli.agents.runtime import RunRequest, RunResult, Usage, cost_usd
 from harness_cli.errors import ConfigError
 
@@ -356,9 +357,13 @@ def test_the_claude_command_line(root: Path) -> None:
         session_id="abc",
     )
     args = ClaudeCodeRuntime(model="m1").command(Path("/bin/claude"), req)
-    assert args[:3] == ["/bin/claude", "-p", "[harness-role: investigator] look"]
-    flags = dict(zip(args[3::2], args[4::2], strict=False))
-    assert flags["--output-format"] == "stream-json" and "--verbose" in args
+    # the prompt, then this run's own facts: the working directory stays out of the system
+    # prompt, which is the same for every call of the role in the case (prompt_layout)
+    assert args[:2] == ["/bin/claude", "-p"]
+    facts, prompt = args[2].split("\n\n")
+    assert prompt == "[harness-role: investigator] look"
+    assert facts.startswith(f"Working directory: {root}\nWritable folder: {root} ")
+    assert args[args.index("--output-format") + 1] == "stream-json" and "--verbose" in args
     # every run edits only inside its folder (acceptEdits) and reads only its roots: no
     # blanket Read allow, the shell and the Slack writes denied by the one policy
     assert args[args.index("--permission-mode") + 1] == "acceptEdits"
@@ -369,22 +374,25 @@ def test_the_claude_command_line(root: Path) -> None:
     denied = args[args.index("--disallowedTools") + 1].split(",")
     assert denied[:2] == ["Bash", "WebFetch"]
     assert any(d.startswith("Read(//") and d.endswith(".ssh/**)") for d in denied)
-    assert args[args.index("--append-system-prompt") + 1] == "SOP\n\nKB\n\nextra"
+    # a role without a shell: the harness's framing replaces the CLI's system prompt, and only
+    # the built-in tools the harness's own loop would offer it are sent
+    assert args[args.index("--system-prompt") + 1] == f"{FRAMING}\n\nSOP\n\nKB\n\nextra"
+    assert "--append-system-prompt" not in args
+    assert args[args.index("--tools") + 1] == "Read,Glob,Grep,Write,Edit"
     assert args[args.index("--mcp-config") + 1] == str(root / "mcp.json")
     assert args[args.index("--session-id") + 1] == "abc" and "--resume" not in args
     assert args[args.index("--model") + 1] == "m1"
-    resumed = ClaudeCodeRuntime().command(
-        Path("c"),
-        RunRequest(
-            role="r",
-            prompt="[harness-role: x] go",
-            workdir=root,
-            allowed_root=root,
-            session_id="abc",
-            resume=True,
-        ),
+    resumed_req = RunRequest(
+        role="r",
+        prompt="[harness-role: x] go",
+        workdir=root,
+        allowed_root=root,
+        session_id="abc",
+        resume=True,
     )
-    assert resumed[2] == "[harness-role: x] go" and "--session-id" not in resumed
+    resumed = ClaudeCodeRuntime().command(Path("c"), resumed_req)
+    assert "--session-id" not in resumed
+    assert resumed[2] == "[harness-role: x] go"  # the facts were given in its first turn
     assert resumed[resumed.index("--resume") + 1] == "abc"
     os.environ.update(ANTHROPIC_API_KEY="sk-ant-contract", GITLAB_TOKEN="glpat-contract0000")
     try:
@@ -395,6 +403,19 @@ def test_the_claude_command_line(root: Path) -> None:
     assert env["X"] == "1" and (env.get("IS_SANDBOX") == "1") == (os.geteuid() == 0)
     # no token of the harness's, and the model key only through apiKeyHelper
     assert "ANTHROPIC_API_KEY" not in env and "GITLAB_TOKEN" not in env
+    # paying per token: no per-prompt attribution block in front of the cached prefix; no
+    # memory folder of the CLI's own; on the CLI's own login the attribution stays
+    assert env["CLAUDE_CODE_ATTRIBUTION_HEADER"] == "0"
+    assert env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] == "1"
+    saved = {
+        k: os.environ.pop(k)
+        for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+        if k in os.environ
+    }
+    try:
+        assert "CLAUDE_CODE_ATTRIBUTION_HEADER" not in ClaudeCodeRuntime().environment()
+    finally:
+        os.environ.update(saved)
 
 
 STREAM = [
@@ -548,5 +569,10 @@ def test_a_run_with_bash_gets_the_shell_only_inside_the_clis_sandbox(tmp_path: P
     assert args[args.index("--permission-mode") + 1] == "acceptEdits"
     assert args[args.index("--allowedTools") + 1] == "Bash"
     assert args[args.index("--settings") + 1] == str(settings)
+    # a role with a shell keeps the CLI's own guidance, the harness's parts appended, and the
+    # CLI's per-machine sections (cwd, git status) move out of its system prompt
+    assert args[args.index("--tools") + 1] == "Read,Glob,Grep,Write,Edit,Bash"
+    assert args[args.index("--append-system-prompt") + 1].startswith("You are an engineering")
+    assert "--exclude-dynamic-system-prompt-sections" in args and "--system-prompt" not in args
     denied = args[args.index("--disallowedTools") + 1].split(",")
     assert "Bash" not in denied and f"Read({'//' + str(tmp_path).lstrip('/')}/key)" in denied

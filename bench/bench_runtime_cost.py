@@ -1,0 +1,209 @@
+"""What a ticket costs on each runtime, side by side in one run (#22): the demo ticket (every
+workflow, Slack message to merged MR) and each case of the eval corpus (evals/investigation:
+`harness investigate` + `harness review`), on the claude CLI and on the harness's own loop,
+against the same scripted model in the Anthropic emulator.
+
+Per ticket: model requests, input, cache-write, cache-read and output tokens, $, and the share
+of the input read from the prompt cache from the ticket's second request on. Tokens come from
+the wire (the emulator's usage per request); $ is priced from them with the harness's own table
+(``agents.runtime.cost_usd``: per-model input/output, cache writes 1.25×, reads 0.1×) — the
+same table for both runtimes, until #18's cost meter lands. The claude CLI's own
+``total_cost_usd`` and the harness's logged figure are shown beside it as a cross-check.
+
+Goal: claude-code ≤ 2× anthropic per ticket (total), cache reads ≥ 80 % of the input from the
+second request of a ticket on. Beside it, the share from each role's second request on: a
+role's first request in a ticket writes its own tools and system (the roles' tool sets differ
+by policy), and a prompt under the model's minimum cacheable length is never cached at all.
+``BENCH_CASES=a,b`` limits the eval cases (``none``: the demo only); the claude CLI's share
+needs `make claude-cli`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from harness_cli.agents.runtime import Usage, cost_usd  # noqa: E402
+from harness_cli.investigation.library import check, load_library  # noqa: E402
+from harness_cli.sandbox.anthropic_api import AnthropicEmulator  # noqa: E402
+from harness_cli.sandbox.demo import run_demo  # noqa: E402
+from harness_cli.sandbox.model_script import RequestView  # noqa: E402
+from harness_cli.sandbox.prompt_prefix import read_log  # noqa: E402
+from harness_cli.sandbox.runner import ANTHROPIC_BODY_LOG, environment  # noqa: E402
+from harness_cli.services.claude_cli import find_claude  # noqa: E402
+
+RUNTIMES = ("claude-code", "anthropic")
+GOAL_RATIO = 2.0
+GOAL_READ = 0.8
+
+
+@dataclass
+class Ticket:
+    name: str
+    runtime: str
+    requests: int = 0
+    usage: Usage | None = None
+    usd: float = 0.0
+    later_read: float = 0.0
+    """Share of the input read from the cache from the second request on."""
+    role_read: float = 0.0
+    """Share read from the cache from each role's second request on: a role's first request
+    writes its own tools and system (each role has its own tool set and rules)."""
+    logged_usd: float = 0.0
+    ok: bool = True
+
+    def row(self) -> str:
+        u = self.usage or Usage()
+        mark = "" if self.ok else "  (did not end as expected)"
+        return (
+            f"  {self.name:<28} {self.runtime:<11} {self.requests:4d} {u.input:8,d} "
+            f"{u.cache_creation:8,d} {u.cache_read:9,d} {u.output:7,d} ${self.usd:7.4f} "
+            f"{self.later_read:6.1%} {self.role_read:6.1%}  ${self.logged_usd:7.4f}{mark}"
+        )
+
+
+def measure(name: str, runtime: str, records: list[dict[str, Any]]) -> Ticket:
+    """A ticket's figures from its logged requests (usage as the emulator answered it)."""
+    ticket = Ticket(name, runtime, requests=len(records), usage=Usage())
+    assert ticket.usage is not None
+    later, again = Usage(), Usage()
+    roles: set[str] = set()
+    for n, record in enumerate(records):
+        usage = Usage.from_api(record["usage"])
+        ticket.usage.add(usage)
+        ticket.usd += cost_usd(str(record["body"].get("model") or ""), usage)
+        if n:
+            later.add(usage)
+        role = RequestView.from_body(record["body"]).role
+        if role in roles:
+            again.add(usage)
+        roles.add(role)
+    ticket.later_read, ticket.role_read = _read_share(later), _read_share(again)
+    return ticket
+
+
+def _read_share(u: Usage) -> float:
+    tokens = u.input + u.cache_creation + u.cache_read
+    return u.cache_read / tokens if tokens else 0.0
+
+
+def logged_cost(home: Path) -> float:
+    """What the harness itself logged as spent (the claude CLI's ``total_cost_usd``)."""
+    total = 0.0
+    for log in (home / "logs").glob("agent.log*"):
+        for line in log.read_text(encoding="utf-8").splitlines():
+            data = json.loads(line)
+            if isinstance(data.get("cost_usd"), int | float) and "input_tokens" in data:
+                total += float(data["cost_usd"])
+    return total
+
+
+def demo(runtime: str) -> Ticket:
+    with tempfile.TemporaryDirectory(prefix="bench-cost-") as tmp:
+        root = Path(tmp) / "demo"
+        with environment({"HARNESS_RUNTIME": runtime}):
+            report = run_demo(root, runtime=runtime)
+        [records] = read_log(root / "sandbox" / ANTHROPIC_BODY_LOG)
+        ticket = measure("demo AAA-101 (all workflows)", runtime, records)
+        ticket.logged_usd, ticket.ok = logged_cost(root / "home"), report.ok
+    return ticket
+
+
+def corpus(runtime: str, emu: AnthropicEmulator, log: Path) -> list[Ticket]:
+    from harness_cli.sandbox.investigation_library import run_case
+
+    wanted = {c for c in os.environ.get("BENCH_CASES", "").split(",") if c}
+    tickets = []
+    for case in load_library():
+        if (wanted and case.id not in wanted) or runtime not in case.setup.runtimes:
+            continue
+        log.write_text("")
+        with tempfile.TemporaryDirectory(prefix="bench-cost-lib-") as keep:
+            seen = run_case(case, runtime, anthropic=emu, keep=Path(keep))
+            [home] = list(Path(keep).glob("*/harness-home")) or [Path(keep)]
+            logged = logged_cost(home)
+        runs = read_log(log)
+        ticket = measure(case.id, runtime, runs[-1] if runs else [])
+        ticket.ok, ticket.logged_usd = not check(case, seen), logged
+        tickets.append(ticket)
+    return tickets
+
+
+def main() -> None:
+    runtimes = [r for r in RUNTIMES if r != "claude-code" or find_claude() is not None]
+    if len(runtimes) < 2:
+        raise SystemExit("the claude CLI is not installed (`make claude-cli`): nothing to compare")
+    started = time.monotonic()
+    tickets: dict[str, list[Ticket]] = {r: [demo(r)] for r in runtimes}
+    if os.environ.get("BENCH_CASES") != "none":
+        with tempfile.TemporaryDirectory(prefix="bench-cost-log-") as tmp:
+            log = Path(tmp) / "requests.jsonl"
+            emu = AnthropicEmulator(body_log=log)
+            emu.start()
+            try:
+                for runtime in runtimes:
+                    tickets[runtime] += corpus(runtime, emu, log)
+            finally:
+                emu.stop()
+    print("cost per ticket, claude CLI beside the harness's own loop (same scripted model)")
+    print(
+        "  ticket                       runtime     reqs    input    write      read  output"
+        "        $  read≥2nd  ≥role's 2nd  logged $"
+    )
+    names = [t.name for t in tickets["claude-code"]]
+    for name in names:
+        for runtime in runtimes:
+            print(next(t for t in tickets[runtime] if t.name == name).row())
+    print()
+    api = {t.name: t for t in tickets["anthropic"]}
+    cli = {t.name: t for t in tickets["claude-code"]}
+    # a ticket no model request answered (auth refused, the API down) costs nothing on either
+    both = [n for n in names if n in api and api[n].usd > 0]
+    totals = {r: sum(t.usd for t in tickets[r] if t.name in both) for r in runtimes}
+    ratios = sorted(cli[n].usd / api[n].usd for n in both)
+    ratio = totals["claude-code"] / max(1e-9, totals["anthropic"])
+    demo_ratio = cli[names[0]].usd / max(1e-9, api[names[0]].usd)
+    print(
+        f"  {len(both)} tickets on both runtimes: claude-code ${totals['claude-code']:.4f}, "
+        f"anthropic ${totals['anthropic']:.4f} = {ratio:.2f}× (goal ≤ {GOAL_RATIO:g}×); "
+        f"{len(names) - len(both)} more answered by no model request"
+    )
+    print(
+        f"  the demo ticket: {demo_ratio:.2f}×; per ticket: median "
+        f"{ratios[len(ratios) // 2]:.2f}×, worst {ratios[-1]:.2f}×, over {GOAL_RATIO:g}×: "
+        f"{sum(1 for r in ratios if r > GOAL_RATIO)}"
+    )
+    for runtime in runtimes:
+        mine = [t for t in tickets[runtime][1:] if t.requests > 1] or tickets[runtime][:1]
+        low = [t.name for t in mine if t.later_read < GOAL_READ]
+        share = sorted(t.later_read for t in mine)
+        demo_share = tickets[runtime][0].later_read
+        print(
+            f"  {runtime:<11} cache reads from the 2nd request of a ticket on: the demo "
+            f"{demo_share:.1%}; the eval cases median {share[len(share) // 2]:.1%}, lowest "
+            f"{share[0]:.1%}, highest {share[-1]:.1%}; {len(low)}/{len(mine)} under "
+            f"{GOAL_READ:.0%}"
+        )
+        again = sorted(t.role_read for t in mine)
+        print(
+            f"  {'':<11} from each role's 2nd request on: the demo "
+            f"{tickets[runtime][0].role_read:.1%}; the eval cases median "
+            f"{again[len(again) // 2]:.1%}, lowest {again[0]:.1%}; "
+            f"{sum(1 for r in again if r < GOAL_READ)}/{len(mine)} under {GOAL_READ:.0%}"
+        )
+    bad = [f"{t.runtime}/{t.name}" for r in runtimes for t in tickets[r] if not t.ok]
+    print(f"  tickets that did not end as expected: {', '.join(bad) or 'none'}")
+    print(f"  wall time {time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
