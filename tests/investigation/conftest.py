@@ -127,7 +127,9 @@ class Investigation:
 
     def prompts(self, role: str = "investigator") -> list[str]:
         """The prompt that opened each conversation of ``role``, in order: the user text block
-        carrying the role marker (the CLI puts its own reminders in blocks before it)."""
+        carrying the role marker, from the marker on (the CLI puts its own reminders in blocks
+        before it; on the claude CLI the run's facts — working directory, writable folder —
+        come first in the same block, after the cacheable prefix)."""
         marker = f"[harness-role: {role}]"
         found: list[str] = []
         for body in self.requests(role):
@@ -135,7 +137,8 @@ class Investigation:
                 continue
             first = body["messages"][0]["content"]
             blocks = [first] if isinstance(first, str) else [b.get("text", "") for b in first]
-            found.append(next(t for t in blocks if marker in t))
+            text = next(t for t in blocks if marker in t)
+            found.append(text[text.index(marker) :])
         return found
 
     def assert_guard_notes_at_head(self, prompt: str, *expected: str) -> str:
