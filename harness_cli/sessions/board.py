@@ -107,7 +107,15 @@ class Board:
         """Every reservation ref of the remote (one fetch): ref name → (sha, document)."""
         self.ensure()
         self.ops += 1
-        self._git("fetch", "-q", "--prune", "--no-tags", self.remote, f"+{REF_PREFIX}*:{SEEN}*")
+        self._git(
+            "fetch",
+            "-q",
+            "--prune",
+            "--no-tags",
+            "--no-write-fetch-head",
+            self.remote,
+            f"+{REF_PREFIX}*:{SEEN}*",
+        )
         listed = self._git(
             "for-each-ref", "--format=%(refname)%09%(objectname)%09%(contents)", SEEN
         ).stdout

@@ -1,12 +1,13 @@
 """Taking, renewing and giving back reservations.
 
 Layout on the remote: each session's hold on a scope is its own ref,
-``<scope ref>/h/<sha1 of session>``, and each scope has a ``<scope ref>/gate`` ref that every
-acquire on the scope moves. Acquire: read everything (one fetch), decide with the preflight
-gate, then one atomic push that moves the gate of every scope it takes (lease on the gate sha
-read, or "absent"), creates its hold refs and deletes stale holds (lease on their sha). Two
-runners that read the same gate cannot both land: the remote checks the old value under its
-ref lock; the loser reads again and decides again. Never "read, then write" blindly.
+``refs/harness/reservations/v2/<sha1 of scope>/h/<sha1 of session>``, and each scope has a
+``…/gate`` ref beside its holds that every acquire on the scope moves. Acquire: read everything
+(one fetch), decide with the preflight gate, then one atomic push that moves the gate of every
+scope it takes (lease on the gate sha read, or "absent"), creates its hold refs and deletes stale
+holds (lease on their sha). Two runners that read the same gate cannot both land: the remote
+checks the old value under its ref lock; the loser reads again and decides again. Never "read,
+then write" blindly.
 
 Renew and release touch only this session's own refs (and, on release, the gates it moved
 last), each on a lease on the sha it wrote, so another session's acquire or release on a shared
@@ -29,7 +30,7 @@ from harness_cli.errors import ServiceError
 from harness_cli.logs import event
 from harness_cli.sessions.board import Board, Entry
 from harness_cli.sessions.gate import Verdict, preflight_gate
-from harness_cli.sessions.model import Hold, ScopeDoc, scope_ref
+from harness_cli.sessions.model import REF_PREFIX, Hold, ScopeDoc, scope_ref
 from harness_cli.sessions.policy import WorkflowPolicy
 
 log = logging.getLogger("harness.sessions")
@@ -37,12 +38,19 @@ log = logging.getLogger("harness.sessions")
 Changes = dict[str, tuple[str, ScopeDoc | None]]
 
 
+def _scope_dir(scope: str) -> str:
+    """``refs/harness/reservations/v2/<sha1 of scope>``: beside, not under, the first layout's
+    one ref per scope (``…/<sha1>``, which git would not let a ``…/<sha1>/gate`` sit under). A
+    hold left in that layout is still read, honoured, and cleaned up once stale."""
+    return scope_ref(scope).replace(REF_PREFIX, REF_PREFIX + "v2/", 1)
+
+
 def gate_ref(scope: str) -> str:
-    return scope_ref(scope) + "/gate"
+    return _scope_dir(scope) + "/gate"
 
 
 def hold_ref(scope: str, session: str) -> str:
-    return f"{scope_ref(scope)}/h/{hashlib.sha1(session.encode()).hexdigest()}"
+    return f"{_scope_dir(scope)}/h/{hashlib.sha1(session.encode()).hexdigest()}"
 
 
 def _is_gate(ref: str) -> bool:
