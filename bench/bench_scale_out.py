@@ -18,8 +18,8 @@ by minute: a hold's expiry is set past the end of its work; a real run adds one 
 ``heartbeat_seconds``. The one-machine baseline runs in a second process alongside.
 
 Cost: ~9 remote operations per ticket over all machines (the two losers of each race read,
-push, lose and read again), ~0.35 s of real git per ticket on a loaded 2-core machine: the
-full 3 × 1,000 takes ~17 min there; ``--tickets 500`` ~9 min.
+push, lose and read again), ~0.3 s of real git per ticket on a loaded 2-core machine: there
+``--tickets 500`` took 434 s wall (2026-12-01); the full 3 × 1,000 would take ~15 min.
 
     .venv/bin/python bench/bench_scale_out.py [--tickets 1000] [--machines 3] [--seed 7]
 """
