@@ -22,7 +22,7 @@ def ingest_pagerduty(
 
     from harness_cli.config import load_config
     from harness_cli.errors import InputError
-    from harness_cli.intake import pagerduty
+    from harness_cli.intake.pagerduty import workflow as pagerduty
     from harness_cli.services import factory
 
     if source == "-":

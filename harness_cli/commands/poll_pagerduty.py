@@ -24,7 +24,7 @@ def poll_pagerduty(
     from harness_cli import clock
     from harness_cli.config import load_config
     from harness_cli.errors import InputError
-    from harness_cli.intake import pagerduty
+    from harness_cli.intake.pagerduty import workflow as pagerduty
     from harness_cli.services import factory
 
     bad = [s for s in status if s not in ("triggered", "acknowledged", "resolved")]

@@ -23,7 +23,7 @@ from harness_cli.output import emit
 from harness_cli.result import Result
 
 if TYPE_CHECKING:
-    from harness_cli.memory.sessions_model import HookInput
+    from harness_cli.memory.sessions.model import HookInput
 
 app = new_app(
     "Sync claude CLI sessions through the git session store (hooks call it).",
@@ -32,7 +32,7 @@ app = new_app(
 
 
 def _hook_input(cwd: Path | None, session_id: str | None) -> HookInput:
-    from harness_cli.memory.sessions_model import HookInput, check_session_id
+    from harness_cli.memory.sessions.model import HookInput, check_session_id
 
     if cwd is not None:
         return HookInput(session_id=check_session_id(session_id or "none"), cwd=str(cwd.absolute()))
@@ -79,8 +79,8 @@ def start(
     """SessionStart hook: the session UUID recorded for this working directory."""
 
     def run() -> None:
-        from harness_cli.memory.sessions_model import SessionEnv
-        from harness_cli.memory.sessions_start import session_start
+        from harness_cli.memory.sessions.model import SessionEnv
+        from harness_cli.memory.sessions.start import session_start
 
         info = session_start(
             _hook_input(cwd, session_id),
@@ -102,8 +102,8 @@ def prompt() -> None:
     """UserPromptSubmit hook: fetch, take the other machine's delta, push ours; inject it."""
 
     def run() -> None:
-        from harness_cli.memory.sessions import sync_prompt
-        from harness_cli.memory.sessions_model import SessionEnv
+        from harness_cli.memory.sessions.model import SessionEnv
+        from harness_cli.memory.sessions.sync import sync_prompt
 
         result = sync_prompt(_hook_input(None, None), SessionEnv.from_env())
         _answer("UserPromptSubmit", result.context)
@@ -121,8 +121,8 @@ def fetch(
     ),
 ) -> None:
     """Fetch the session store (once, or as the background fetcher with --loop)."""
-    from harness_cli.memory.sessions_model import SessionEnv, SessionSyncSettings
-    from harness_cli.memory.sessions_start import fetch_loop, fetch_once
+    from harness_cli.memory.sessions.model import SessionEnv, SessionSyncSettings
+    from harness_cli.memory.sessions.start import fetch_loop, fetch_once
 
     env, settings = SessionEnv.from_env(), SessionSyncSettings()
     result = Result("session-sync fetch")
@@ -145,9 +145,9 @@ def fetch(
 @app.command("status")
 def status() -> None:
     """The sessions in the local copy of the store, and this machine's watermarks."""
-    from harness_cli.memory.sessions import load_state
-    from harness_cli.memory.sessions_model import SessionEnv
-    from harness_cli.memory.sessions_start import list_sessions
+    from harness_cli.memory.sessions.model import SessionEnv
+    from harness_cli.memory.sessions.start import list_sessions
+    from harness_cli.memory.sessions.sync import load_state
 
     env = SessionEnv.from_env()
     result = Result("session-sync status", columns=["SESSION", "CWD", "LAST", "LINES", "TAKEN"])

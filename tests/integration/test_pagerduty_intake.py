@@ -273,7 +273,7 @@ def test_self_dm_outside_the_allowlist_is_refused(
 
 
 def test_match_case_rules() -> None:
-    from harness_cli.intake.pagerduty import Incident, match_case
+    from harness_cli.intake.pagerduty.workflow import Incident, match_case
 
     cases: list[dict[str, Any]] = [
         {"id": "slack-C0SUPPORT-1700000000-000100", "jira": "BBB-12"},
@@ -294,7 +294,7 @@ def test_match_case_rules() -> None:
 
 def test_parse_webhook_shapes_and_errors() -> None:
     from harness_cli.errors import InputError
-    from harness_cli.intake.pagerduty import parse_webhook
+    from harness_cli.intake.pagerduty.workflow import parse_webhook
 
     note = {
         "event": {

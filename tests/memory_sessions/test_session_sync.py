@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 
 from harness_cli.errors import ServiceError
-from harness_cli.memory.sessions import (
+from harness_cli.memory.sessions.model import (
+    ACTIVE,
+    LINECOUNT,
+    SessionSyncSettings,
+    project_dir_name,
+    read_lines,
+)
+from harness_cli.memory.sessions.start import fetch_once
+from harness_cli.memory.sessions.sync import (
     extract_delta,
     fetch_reset,
     lines_after_watermark,
@@ -22,14 +30,6 @@ from harness_cli.memory.sessions import (
     publish_own,
     sync_prompt,
 )
-from harness_cli.memory.sessions_model import (
-    ACTIVE,
-    LINECOUNT,
-    SessionSyncSettings,
-    project_dir_name,
-    read_lines,
-)
-from harness_cli.memory.sessions_start import fetch_once
 from tests.memory_sessions.conftest import FAST, SESSION, Machine, git, injected
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from harness_cli.errors import ConfigError, ServiceError
-from harness_cli.intake.pagerduty_rest import PagerDutyClient, PagerDutySettings
+from harness_cli.intake.pagerduty.rest import PagerDutyClient, PagerDutySettings
 from harness_cli.sandbox.httpbase import Fault
 from harness_cli.sandbox.pagerduty_api import SANDBOX_TOKEN, PagerDutyEmulator
 

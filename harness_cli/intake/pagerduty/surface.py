@@ -13,7 +13,7 @@ from harness_cli.workspace import registry
 from harness_cli.workspace.case import Case
 
 if TYPE_CHECKING:
-    from harness_cli.intake.pagerduty_incident import Incident
+    from harness_cli.intake.pagerduty.incident import Incident
 
 ANALYSIS_LINES = 8
 """How many non-blank lines of ANALYSIS.md the message quotes."""

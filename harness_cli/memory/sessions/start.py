@@ -16,15 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_cli.errors import LockHeld, ServiceError
-from harness_cli.memory.sessions import (
-    STALE_INDEX_LOCK,
-    fetch_reset,
-    load_state,
-    open_store,
-    state_file,
-    write_transcript,
-)
-from harness_cli.memory.sessions_model import (
+from harness_cli.memory.sessions.model import (
     ACTIVE,
     LINECOUNT,
     META,
@@ -37,6 +29,14 @@ from harness_cli.memory.sessions_model import (
     read_lines,
     read_meta,
     same_dir,
+)
+from harness_cli.memory.sessions.sync import (
+    STALE_INDEX_LOCK,
+    fetch_reset,
+    load_state,
+    open_store,
+    state_file,
+    write_transcript,
 )
 from harness_cli.workspace.gitsync import FRESH_INDEX_LOCK_WAIT, _prepare, workspace_lock
 

@@ -27,9 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness_cli import clock, paths
 from harness_cli.config import Config, all_jira_prefixes, extract_jira_key
 from harness_cli.errors import HarnessError, PolicyRefused, ServiceError
-from harness_cli.intake.pagerduty_incident import Incident, load_webhook, parse_webhook
-from harness_cli.intake.pagerduty_rest import PagerDutyClient, PagerDutySettings
-from harness_cli.intake.pagerduty_surface import find_case_thread, surface
+from harness_cli.intake.pagerduty.incident import Incident, load_webhook, parse_webhook
+from harness_cli.intake.pagerduty.rest import PagerDutyClient, PagerDutySettings
+from harness_cli.intake.pagerduty.surface import find_case_thread, surface
 from harness_cli.logs import event
 from harness_cli.ops.outbound import Outbound
 from harness_cli.result import Result
