@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from harness_cli.investigation.gates import evaluate, evaluate_text
-from harness_cli.investigation.report import parse_report
 from harness_cli.investigation.review import DIMENSIONS, ReviewVerdict
+from harness_cli.loop.report import parse_report
 
 RUNS = int(os.environ.get("BENCH_RUNS", "20000"))
 

@@ -95,6 +95,11 @@ def locks_dir() -> Path:
     return home() / "locks"
 
 
+def precommit_dir() -> Path:
+    """The pre-commitment lock's records (one per case), outside every case folder."""
+    return home() / "precommit"
+
+
 def payloads_dir() -> Path:
     return home() / "payloads"
 

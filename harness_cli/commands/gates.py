@@ -53,9 +53,9 @@ def gates(
 ) -> None:
     """Evaluate the quality gates on a completion report and print the verdict."""
     from harness_cli.investigation.gates import evaluate
-    from harness_cli.investigation.report import CompletionReport, extract_report
     from harness_cli.investigation.review import parse_review
-    from harness_cli.investigation.verdict import Verdict
+    from harness_cli.loop.report import CompletionReport, extract_report
+    from harness_cli.loop.verdict import Verdict
 
     def load_report(path: Path) -> tuple[CompletionReport, str, tuple[str, ...]]:
         found = extract_report(_read(path))

@@ -22,9 +22,9 @@ from harness_cli.delivery.commit import (
 from harness_cli.delivery.style import lint_commit_message, strip_attribution
 from harness_cli.delivery.work import Work, move_case
 from harness_cli.errors import PolicyRefused
-from harness_cli.investigation.jsonblocks import json_objects
-from harness_cli.investigation.prompts import sops_dir
 from harness_cli.logs import event
+from harness_cli.loop.jsonblocks import json_objects
+from harness_cli.loop.prompts import sops_dir
 from harness_cli.sessions import guard as write_guard
 
 log = logging.getLogger("harness.dev_agent")

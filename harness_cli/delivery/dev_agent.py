@@ -30,9 +30,9 @@ from harness_cli.delivery.work import (
 from harness_cli.errors import PolicyRefused
 from harness_cli.investigation.gates import evaluate_text
 from harness_cli.investigation.gates.a_gates import pinned_block
-from harness_cli.investigation.gates.notes import pending_guard_notes
-from harness_cli.investigation.report import CompletionReport
-from harness_cli.investigation.verdict import Verdict
+from harness_cli.loop.guard_notes import pending_guard_notes
+from harness_cli.loop.report import CompletionReport
+from harness_cli.loop.verdict import Verdict
 
 __all__ = ["Change", "Work", "change_push_and_mr", "run_task", "worktree_for"]
 

@@ -12,9 +12,9 @@ from harness_cli.agents.runtime import RunRequest, Runtime
 from harness_cli.config import Config
 from harness_cli.delivery import worktrees
 from harness_cli.errors import InputError, PolicyRefused, ServiceError
-from harness_cli.investigation.gates.notes import render_guard_notes
-from harness_cli.investigation.prompts import render
 from harness_cli.logs import event
+from harness_cli.loop.guard_notes import render_guard_notes
+from harness_cli.loop.prompts import render
 from harness_cli.ops.outbound import Outbound
 from harness_cli.ops.status_message import RunStatus, observe
 from harness_cli.services.gitlab import GitLab

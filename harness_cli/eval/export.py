@@ -16,7 +16,7 @@ from typing import Any
 from harness_cli import clock
 from harness_cli.errors import InputError
 from harness_cli.investigation.precommit import FILE as LOCK_FILE
-from harness_cli.investigation.report import extract_report
+from harness_cli.loop.report import extract_report
 from harness_cli.workspace import registry
 
 FORCES = ("CONFIDENCE_FORCE", "CAUSAL_CHAIN_FORCE", "G_BLOCKER_FORCE")

@@ -37,8 +37,8 @@ from harness_cli.improvement.retrospective import (
     write_retrospective,
 )
 from harness_cli.improvement.thresholds import ImprovementThresholds
-from harness_cli.investigation.prompts import sops_dir
 from harness_cli.logs import event
+from harness_cli.loop.prompts import sops_dir
 from harness_cli.ops.outbound import Outbound
 from harness_cli.state.store import JsonFile, atomic_write_text
 from harness_cli.workspace import registry

@@ -28,10 +28,10 @@ from harness_cli.errors import PolicyRefused, ServiceError
 from harness_cli.improvement.gap_patterns import ClusterRecord
 from harness_cli.improvement.gap_reports import GapReport
 from harness_cli.improvement.thresholds import ImprovementThresholds
-from harness_cli.investigation.gates.notes import render_guard_notes
-from harness_cli.investigation.jsonblocks import json_objects
-from harness_cli.investigation.prompts import render, sops_dir
 from harness_cli.logs import event
+from harness_cli.loop.guard_notes import render_guard_notes
+from harness_cli.loop.jsonblocks import json_objects
+from harness_cli.loop.prompts import render, sops_dir
 from harness_cli.ops.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
 from harness_cli.workspace.case import Case

@@ -134,7 +134,7 @@ def _gate_modes(col: _Collector, folder: Path, kind: str) -> int:
 def _skipped_sources(col: _Collector, folder: Path) -> None:
     """Reachable sources still unchecked in the last valid completion report."""
     from harness_cli.investigation.gates.g_gates import reachable
-    from harness_cli.investigation.report import extract_report
+    from harness_cli.loop.report import extract_report
 
     for path in reversed(sorted((folder / "iterations").glob("[0-9]*.json"))):
         data = _load(path)

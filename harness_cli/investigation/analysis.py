@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness_cli.investigation.evidence import ToolUse, failed_call
 from harness_cli.investigation.exits import trajectory
-from harness_cli.investigation.report import CompletionReport, UncheckedSource
-from harness_cli.investigation.verdict import Decision, Verdict
+from harness_cli.loop.evidence import ToolUse, failed_call
+from harness_cli.loop.report import CompletionReport, UncheckedSource
+from harness_cli.loop.verdict import Decision, Verdict
 
 FILE = "ANALYSIS.md"
 BEGIN = "<!-- harness: written at the investigation's exit; notes below the end mark are kept -->"

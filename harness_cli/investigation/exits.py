@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness_cli.investigation.verdict import Verdict
+from harness_cli.loop.verdict import Verdict
 
 REVIEW_MARK = " (review)"
 

@@ -24,18 +24,18 @@ from harness_cli.cost import meter
 from harness_cli.investigation import precommit
 from harness_cli.investigation.analysis import investigator_notes
 from harness_cli.investigation.anchor import empirical_anchor
-from harness_cli.investigation.evidence import Evidence, ToolUse, round_facts
 from harness_cli.investigation.gates import evaluate, missing_report
 from harness_cli.investigation.gates.a_gates import pinned_block
-from harness_cli.investigation.gates.notes import pending_guard_notes, render_guard_notes
-from harness_cli.investigation.prompts import generic_sop, project_text, render
-from harness_cli.investigation.report import CompletionReport, Extraction, extract_report
 from harness_cli.investigation.reviewer import review
 from harness_cli.investigation.rules import iterations
-from harness_cli.investigation.runs import CaseRunner, ModelUnavailable
 from harness_cli.investigation.staging import Narrative
-from harness_cli.investigation.verdict import Decision, Verdict
 from harness_cli.logs import event
+from harness_cli.loop.evidence import Evidence, ToolUse, round_facts
+from harness_cli.loop.guard_notes import pending_guard_notes, render_guard_notes
+from harness_cli.loop.prompts import generic_sop, project_text, render
+from harness_cli.loop.report import CompletionReport, Extraction, extract_report
+from harness_cli.loop.runs import CaseRunner, ModelUnavailable
+from harness_cli.loop.verdict import Decision, Verdict
 from harness_cli.state.store import atomic_write_json
 from harness_cli.workspace.case import Case
 

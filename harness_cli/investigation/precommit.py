@@ -28,8 +28,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness_cli import clock, paths
-from harness_cli.investigation.jsonblocks import json_objects
 from harness_cli.logs import event
+from harness_cli.loop.jsonblocks import json_objects
 from harness_cli.state.store import atomic_write_json, atomic_write_text
 
 log = logging.getLogger("harness.precommit")
@@ -93,7 +93,7 @@ def digest(slate: Slate) -> str:
 
 
 def records_dir() -> Path:
-    return paths.home() / "precommit"
+    return paths.precommit_dir()
 
 
 def record_path(case_id: str) -> Path:

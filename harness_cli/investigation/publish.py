@@ -21,9 +21,9 @@ from harness_cli.investigation.analysis import FILE as ANALYSIS
 from harness_cli.investigation.analysis import analysis_md, blockers, investigator_notes
 from harness_cli.investigation.exits import exit_line, points
 from harness_cli.investigation.loop import LoopResult
-from harness_cli.investigation.report import CompletionReport
 from harness_cli.investigation.rules import split_actions
 from harness_cli.logs import event
+from harness_cli.loop.report import CompletionReport
 from harness_cli.ops.outbound import Outbound
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness_cli.investigation.verdict import ReviewSummary, Severity
+from harness_cli.loop.verdict import ReviewSummary, Severity
 
 # The reference names the first four ("assumption validity, the evidence chain, causal
 # reasoning, alternative hypotheses and more"); the rest complete the checklist the reviewer

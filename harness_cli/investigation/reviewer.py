@@ -22,8 +22,6 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from harness_cli import components
-from harness_cli.investigation.jsonblocks import json_objects
-from harness_cli.investigation.report import CompletionReport
 from harness_cli.investigation.review import DIMENSIONS, ReviewVerdict
 from harness_cli.investigation.staging import (
     Narrative,
@@ -33,6 +31,8 @@ from harness_cli.investigation.staging import (
     stage_red_team,
     staged,
 )
+from harness_cli.loop.jsonblocks import json_objects
+from harness_cli.loop.report import CompletionReport
 
 
 class IsolatedCall(Protocol):

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 
 from harness_cli import components
 from harness_cli.investigation.exits import exit_line, trajectory
-from harness_cli.investigation.report import Action
 from harness_cli.investigation.thresholds import DEFAULT_THRESHOLDS, InvestigationThresholds
-from harness_cli.investigation.verdict import Decision, ForceRule, ReviewSummary, Verdict
+from harness_cli.loop.report import Action
+from harness_cli.loop.verdict import Decision, ForceRule, ReviewSummary, Verdict
 
 __all__ = [
     "EXIT_NOTES",

@@ -16,7 +16,7 @@ from harness_cli.config import Config, load_config
 from harness_cli.errors import PolicyRefused
 from harness_cli.investigation.loop import Loop, cache_prefix
 from harness_cli.investigation.publish import PUBLISHED, publish, read_ticket, resume_published
-from harness_cli.investigation.runs import CaseRunner, evidence_paths
+from harness_cli.loop.runs import CaseRunner, evidence_paths
 from harness_cli.ops import status_message
 from harness_cli.workspace import registry
 
@@ -157,10 +157,10 @@ def review_case(case_id: str) -> dict[str, Any]:
     from harness_cli.investigation import precommit
     from harness_cli.investigation.analysis import investigator_notes
     from harness_cli.investigation.gates import evaluate
-    from harness_cli.investigation.prompts import render
-    from harness_cli.investigation.report import extract_report
     from harness_cli.investigation.reviewer import review
     from harness_cli.investigation.staging import Narrative
+    from harness_cli.loop.prompts import render
+    from harness_cli.loop.report import extract_report
     from harness_cli.state.store import atomic_write_json
 
     cfg = load_config()

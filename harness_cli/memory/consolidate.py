@@ -235,7 +235,7 @@ def _prompt(
     chosen: list[Transcript],
     limits: MemoryThresholds,
 ) -> str:
-    from harness_cli.investigation.prompts import render
+    from harness_cli.loop.prompts import render
 
     before = len(old.encode())
     return render(

@@ -139,8 +139,8 @@ class Followup:
     def _answer(
         self, case: Case, folder: Path, thread: Thread, kind: str, replies: list[Reply]
     ) -> Turn:
-        from harness_cli.investigation.prompts import render
         from harness_cli.investigation.publish import read_ticket
+        from harness_cli.loop.prompts import render
 
         ticket_side = not thread.in_self_dm
         built = followup_prompt.build(

@@ -1,5 +1,5 @@
 """One model call of a memory agent (followup, gap-analyzer, consolidator), whatever the
-runtime, with the accounting of ``investigation.runs.CaseRunner`` and a stricter boundary: these
+runtime, with the accounting of ``loop.runs.CaseRunner`` and a stricter boundary: these
 agents read the case folder and never write anywhere. Their answer is text; the harness decides
 what of it reaches disk or Slack ("the harness, not the agent, writes it").
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness_cli.agents import policy
 from harness_cli.config import Config
-from harness_cli.investigation.runs import CaseRunner
+from harness_cli.loop.runs import CaseRunner
 from harness_cli.memory.thresholds import MemoryThresholds
 
 WRITE_TOOLS = ("Bash", "Write", "Edit", "MultiEdit", "NotebookEdit")

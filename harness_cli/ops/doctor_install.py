@@ -188,7 +188,7 @@ def templates(cfg: Config) -> Check:
 
 def sops(cfg: Config) -> Check:
     from harness_cli import resources
-    from harness_cli.investigation.prompts import sops_dir
+    from harness_cli.loop.prompts import sops_dir
 
     root = sops_dir(cfg)
     own = [n for n in resources.PACKAGED_SOPS if (r := resources.sop(root, n)) and r.overridden]

@@ -214,7 +214,7 @@ def _starter_texts(wanted: Wanted, base: Config | None, folder: Path) -> dict[st
 def _write_project_sops(cfg: Config, out: Written) -> None:
     """A starter SOP and knowledge base for each project that has none (the investigator reads
     both on every run; the packaged STYLE.md and INVESTIGATION.md need no copy)."""
-    from harness_cli.investigation.prompts import sops_dir
+    from harness_cli.loop.prompts import sops_dir
 
     root = sops_dir(cfg)
     for name, project in cfg.projects.projects.items():

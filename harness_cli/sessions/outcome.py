@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness_cli import clock, paths
-from harness_cli.investigation.jsonblocks import json_objects
 from harness_cli.logs import event
+from harness_cli.loop.jsonblocks import json_objects
 from harness_cli.sessions.model import Element, Outcome
 from harness_cli.state.store import atomic_write_text
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness_cli.investigation.gates.notes import GUARD_HEADING
+from harness_cli.loop.guard_notes import GUARD_HEADING
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.model_script import RequestView
 from harness_cli.services.claude_cli import find_claude

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness_cli.investigation.gates.a_gates import PIN_HEADING, pinned_block
-from harness_cli.investigation.report import extract_report
+from harness_cli.loop.report import extract_report
 from tests.investigation.conftest import BOTH, CASE, CLI_MARKS, TICKET, Investigation
 
 

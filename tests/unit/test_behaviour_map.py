@@ -15,7 +15,7 @@ from harness_cli.components import COMPONENTS
 from harness_cli.cost.prices import Budgets
 from harness_cli.investigation.gates.table import TABLE
 from harness_cli.investigation.thresholds import InvestigationThresholds
-from harness_cli.investigation.verdict import Action
+from harness_cli.loop.verdict import Action
 from tests.conftest import REPO
 
 MAP = REPO / "docs" / "BEHAVIOURS.md"

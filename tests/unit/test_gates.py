@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from harness_cli.investigation.evidence import Evidence, ToolUse
 from harness_cli.investigation.gates import (
     ALL_GATES,
     GATES,
@@ -22,9 +21,10 @@ from harness_cli.investigation.gates import (
 )
 from harness_cli.investigation.gates.a_gates import a1_ceiling
 from harness_cli.investigation.gates.spot_checks import p7_ceiling
-from harness_cli.investigation.report import CompletionReport, parse_report
 from harness_cli.investigation.review import DIMENSIONS, ReviewVerdict
 from harness_cli.investigation.thresholds import InvestigationThresholds
+from harness_cli.loop.evidence import Evidence, ToolUse
+from harness_cli.loop.report import CompletionReport, parse_report
 
 T = InvestigationThresholds()
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness_cli.investigation.report import (
+from harness_cli.loop.report import (
     AdjacentProblem,
     CompletionReport,
     UncheckedSource,

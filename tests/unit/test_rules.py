@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from harness_cli.investigation.gates import evaluate
-from harness_cli.investigation.report import CompletionReport, parse_report
 from harness_cli.investigation.review import DIMENSIONS, ReviewVerdict
 from harness_cli.investigation.rules import (
     exit_line,
@@ -19,7 +18,8 @@ from harness_cli.investigation.rules import (
     trajectory,
 )
 from harness_cli.investigation.thresholds import InvestigationThresholds
-from harness_cli.investigation.verdict import Decision, Verdict
+from harness_cli.loop.report import CompletionReport, parse_report
+from harness_cli.loop.verdict import Decision, Verdict
 from tests.unit.test_gates import GOOD
 
 T = InvestigationThresholds()

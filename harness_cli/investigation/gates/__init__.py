@@ -9,22 +9,22 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from harness_cli.investigation import rules
-from harness_cli.investigation.evidence import Evidence, new_fact_count
 from harness_cli.investigation.gates.a_gates import a1, a2, a3, a4, a5, a6, pinned_block
 from harness_cli.investigation.gates.base import Gate, GateInput, violation
 from harness_cli.investigation.gates.g_gates import g1, g2, g3, g4
 from harness_cli.investigation.gates.n_gates import n1, n2, n3, n5
-from harness_cli.investigation.gates.notes import (
+from harness_cli.investigation.gates.spot_checks import ceiling, d, eq1, g5, p7
+from harness_cli.investigation.gates.table import GATES, TABLE
+from harness_cli.investigation.review import ReviewVerdict
+from harness_cli.investigation.thresholds import DEFAULT_THRESHOLDS, InvestigationThresholds
+from harness_cli.loop.evidence import Evidence, new_fact_count
+from harness_cli.loop.guard_notes import (
     GUARD_HEADING,
     pending_guard_notes,
     render_guard_notes,
 )
-from harness_cli.investigation.gates.spot_checks import ceiling, d, eq1, g5, p7
-from harness_cli.investigation.gates.table import GATES, TABLE
-from harness_cli.investigation.report import CompletionReport, extract_report
-from harness_cli.investigation.review import ReviewVerdict
-from harness_cli.investigation.thresholds import DEFAULT_THRESHOLDS, InvestigationThresholds
-from harness_cli.investigation.verdict import Verdict
+from harness_cli.loop.report import CompletionReport, extract_report
+from harness_cli.loop.verdict import Verdict
 
 __all__ = [
     "ALL_GATES",

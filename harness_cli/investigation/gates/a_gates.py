@@ -7,9 +7,9 @@ import math
 import re
 
 from harness_cli.investigation.gates.base import GateInput, listing, violation
-from harness_cli.investigation.report import CompletionReport
 from harness_cli.investigation.thresholds import InvestigationThresholds
-from harness_cli.investigation.verdict import Violation
+from harness_cli.loop.report import CompletionReport
+from harness_cli.loop.verdict import Violation
 
 # A register entry the model marks settled ("RESOLVED: …", "[verified] …") is no longer pinned.
 _SETTLED = re.compile(r"^\s*[\[(]?\s*(resolved|verified|confirmed|ruled out)\b", re.IGNORECASE)

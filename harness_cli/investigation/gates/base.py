@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from harness_cli.investigation.evidence import ToolUse
 from harness_cli.investigation.gates.table import GATES
-from harness_cli.investigation.report import CompletionReport
 from harness_cli.investigation.review import ReviewVerdict
 from harness_cli.investigation.thresholds import DEFAULT_THRESHOLDS, InvestigationThresholds
-from harness_cli.investigation.verdict import Violation
+from harness_cli.loop.evidence import ToolUse
+from harness_cli.loop.report import CompletionReport
+from harness_cli.loop.verdict import Violation
 
 
 @dataclass(frozen=True)

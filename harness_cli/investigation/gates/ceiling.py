@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from harness_cli.investigation.gates.a_gates import a1_ceiling
 from harness_cli.investigation.gates.base import GateInput
-from harness_cli.investigation.report import CompletionReport, Evidence
 from harness_cli.investigation.thresholds import InvestigationThresholds
+from harness_cli.loop.report import CompletionReport, Evidence
 
 
 def hard_evidence(report: CompletionReport) -> list[Evidence]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness_cli.investigation.evidence import ToolUse, failed_call
 from harness_cli.investigation.gates.base import GateInput, listing, short, violation
 from harness_cli.investigation.gates.ceiling import claim_ceiling, g1_cap
-from harness_cli.investigation.report import AdjacentProblem, UncheckedSource
-from harness_cli.investigation.verdict import Violation
+from harness_cli.loop.evidence import ToolUse, failed_call
+from harness_cli.loop.report import AdjacentProblem, UncheckedSource
+from harness_cli.loop.verdict import Violation
 
 # Words that signal two observations pulling apart. "but also" / "not only … but" are
 # additive, not tension, and are removed before matching.

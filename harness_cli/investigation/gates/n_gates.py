@@ -4,7 +4,7 @@ diagram names N5; there is no N4)."""
 from __future__ import annotations
 
 from harness_cli.investigation.gates.base import GateInput, listing, violation
-from harness_cli.investigation.verdict import Violation
+from harness_cli.loop.verdict import Violation
 
 _PLACEHOLDERS = frozenset({"", "tbd", "todo", "...", "…", "n/a", "na", "none", "draft", "-"})
 

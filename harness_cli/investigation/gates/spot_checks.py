@@ -12,7 +12,7 @@ from harness_cli.investigation.gates.ceiling import (
     p7_ceiling,
 )
 from harness_cli.investigation.review import DIMENSIONS
-from harness_cli.investigation.verdict import Violation
+from harness_cli.loop.verdict import Violation
 
 __all__ = ["base_ceiling", "ceiling", "d", "eq1", "g5", "has_hard_evidence", "p7", "p7_ceiling"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from harness_cli.investigation.verdict import Effect
+from harness_cli.loop.verdict import Effect
 
 Family = Literal["G", "N", "A", "spot-check", "review", "report"]
 

@@ -17,8 +17,8 @@ from harness_cli.agents import policy
 from harness_cli.agents.runtime import RunRequest, RunResult, Runtime
 from harness_cli.config import Config
 from harness_cli.errors import EXIT_FAILED, EXIT_USAGE, ConfigError, ServiceError
-from harness_cli.investigation.evidence import ToolUse
 from harness_cli.logs import event
+from harness_cli.loop.evidence import ToolUse
 from harness_cli.ops.status_message import RunStatus, observe
 
 log = logging.getLogger("harness.investigation")
@@ -270,10 +270,10 @@ class CaseRunner:
         """Folders whose changes outside the case folder are put back after the run: the case
         itself (message.json), the SOPs, the config and the pre-commitment records. Not the
         other cases: a concurrent investigation writes there legitimately."""
-        from harness_cli.investigation.precommit import records_dir
-        from harness_cli.investigation.prompts import sops_dir
+        from harness_cli import paths
+        from harness_cli.loop.prompts import sops_dir
 
-        trees = (self.case_dir, sops_dir(self.cfg), self.cfg.dir, records_dir())
+        trees = (self.case_dir, sops_dir(self.cfg), self.cfg.dir, paths.precommit_dir())
         return tuple(p for p in trees if p.is_dir())
 
     def _mcp(self) -> Path | None:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_cli.investigation.report import AdjacentProblem, CompletionReport, UncheckedSource
+from harness_cli.loop.report import AdjacentProblem, CompletionReport, UncheckedSource
 
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "TodoWrite"})
 """Calls that change files are the model's own notes, not evidence about the ticket."""

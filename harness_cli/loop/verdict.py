@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness_cli.investigation.report import Status
+from harness_cli.loop.report import Status
 
 Effect = Literal["clamp", "guard_note", "block_exit", "pin"]
 """What a gate does besides becoming a guard note (every violation does that): ``clamp`` lowers

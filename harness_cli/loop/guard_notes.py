@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness_cli.investigation.verdict import Verdict
+from harness_cli.loop.verdict import Verdict
 
 GUARD_HEADING = "## SYSTEM QUALITY GUARD NOTES (from previous iteration)"
 GUARD_INSTRUCTION = (
