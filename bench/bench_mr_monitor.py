@@ -120,9 +120,9 @@ def run(emu: object, root: Path) -> None:
 def one_cycle(emu: object) -> tuple[int, int, float]:
     from harness_cli import dispatch
     from harness_cli.config import load_config
-    from harness_cli.delivery.monitor import run_cycle
-    from harness_cli.delivery.monitor_act import MonitorCtx
-    from harness_cli.delivery.monitor_thresholds import thresholds_from
+    from harness_cli.delivery.monitor.act import MonitorCtx
+    from harness_cli.delivery.monitor.cycle import run_cycle
+    from harness_cli.delivery.monitor.thresholds import thresholds_from
     from harness_cli.sandbox.gitlab_api import GitLabEmulator
     from harness_cli.services import factory
     from harness_cli.services.gitlab import GitLabSettings, LiveGitLab

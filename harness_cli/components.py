@@ -63,7 +63,7 @@ _ALL = (
     Component("reply_gate", "'Done, updated' only when the push exited 0",
               "harness_cli/delivery/reply_gate.py::reply_gate", ("delivery",)),
     Component("push_recovery_l2", "L2 agentic self-heal of a failed push",
-              "harness_cli/delivery/push.py::push_with_recovery", ("delivery",)),
+              "harness_cli/delivery/push/recovery.py::push_with_recovery", ("delivery",)),
 )  # fmt: skip
 COMPONENTS: dict[str, Component] = {c.name: c for c in _ALL}
 

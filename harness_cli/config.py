@@ -28,7 +28,7 @@ from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.bounds import InputBounds
 from harness_cli.ci_dispatch import CiDispatchSettings
 from harness_cli.cost.prices import CostSettings
-from harness_cli.delivery.monitor_thresholds import MonitorThresholds
+from harness_cli.delivery.monitor.thresholds import MonitorThresholds
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError
 from harness_cli.improvement.thresholds import ImprovementThresholds

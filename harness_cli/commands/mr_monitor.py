@@ -13,7 +13,7 @@ from harness_cli.output import emit
 from harness_cli.result import Result
 
 if TYPE_CHECKING:
-    from harness_cli.delivery.monitor_act import CycleReport, MonitorCtx
+    from harness_cli.delivery.monitor.act import CycleReport, MonitorCtx
 
 app = new_app("One cycle over monitored MRs: CI, reviewer notes, merges.")
 
@@ -33,7 +33,7 @@ def mr_monitor(
         raise InputError("--watch and --case go together", hint="e.g. --watch g/p!12 --case AAA-1")
     ctx = _context()
     if watch is not None:
-        from harness_cli.delivery.monitor_act import adopt
+        from harness_cli.delivery.monitor.act import adopt
         from harness_cli.intake.admin import parse_mr
         from harness_cli.workspace.case import validate_case_id
 
@@ -42,7 +42,7 @@ def mr_monitor(
         (result.changed if changed else result.skipped).append(message)
         emit(result)
         return
-    from harness_cli.delivery.monitor import run_cycle
+    from harness_cli.delivery.monitor.cycle import run_cycle
     from harness_cli.delivery.worktrees import prune_stale
 
     with hold("mr-monitor", timeout=0, what="mr-monitor"):
@@ -64,8 +64,8 @@ def mr_monitor(
 def _context() -> MonitorCtx:
     from harness_cli import dispatch
     from harness_cli.config import load_config
-    from harness_cli.delivery.monitor_act import MonitorCtx
-    from harness_cli.delivery.monitor_thresholds import thresholds_from
+    from harness_cli.delivery.monitor.act import MonitorCtx
+    from harness_cli.delivery.monitor.thresholds import thresholds_from
     from harness_cli.services import factory
     from harness_cli.services.gitlab import LiveGitLab
 

@@ -4,10 +4,10 @@
   from a per-repo mirror that no agent ever sees, so a half-finished change stays inside its own
   case (reference: "Worktrees are more than an implementation detail"); ``identity``: who the
   commits are by (never a placeholder).
-- ``push`` — the three-layer recovery for a push: L1 fetch + rebase (onto the target branch
-  too for a conflict), L2 a bounded agentic self-heal that rates its plan before it may touch
-  the tree (``push_heal``), L3 one DM to the operator with the whole trail
-  (``push_escalation``); L1 and the real push are in ``push_rebase``, whose ``real_push`` is
+- ``push/`` — the three-layer recovery for a push (``push/recovery``): L1 fetch + rebase (onto
+  the target branch too for a conflict), L2 a bounded agentic self-heal that rates its plan
+  before it may touch the tree (``push/heal``), L3 one DM to the operator with the whole trail
+  (``push/escalation``); L1 and the real push are in ``push/rebase``, whose ``real_push`` is
   the one pre-push point (``prepush``: every new commit passes the style SOP). The exit code
   of the real ``git push`` is the only success (reference: "Recovering from single
   operations").
@@ -16,7 +16,7 @@
   (address_review, behind ``reply_gate``), ``change`` (the shared tail), ``acceptance`` +
   ``check_guard`` (fail-closed checks, weakened checks included), ``proof`` and ``mr`` (the MR,
   its proof of work from the acceptance record), ``reopen`` (ways out), ``style``.
-- mr-monitor: ``monitor`` (the cycle), ``monitor_watch`` (pipelines and target branches),
-  ``monitor_examine`` / ``monitor_decide`` / ``monitor_act`` / ``monitor_notices``.
-- ``thresholds``, ``monitor_thresholds`` — the numbers behind those rules.
+- mr-monitor: ``monitor/`` — ``cycle`` (the cycle), ``watch`` (pipelines and target
+  branches), ``examine`` / ``decide`` / ``act`` / ``notices``, ``thresholds``.
+- ``thresholds`` — the numbers behind the dev-agent's rules.
 """

@@ -12,13 +12,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_cli.delivery import acceptance, check_guard, mr, push, worktrees
+from harness_cli.delivery import acceptance, check_guard, mr, worktrees
 from harness_cli.delivery.commit import (
     commit_all,
     head_sha,
     outside_task_paths,
     styled_message,
 )
+from harness_cli.delivery.push import recovery as push
 from harness_cli.delivery.style import lint_commit_message, strip_attribution
 from harness_cli.delivery.work import Work, move_case
 from harness_cli.errors import PolicyRefused
@@ -155,7 +156,7 @@ def _stranded(work: Work, wt: worktrees.Worktree, mode: str) -> str | None:
     """Where the case's undelivered commits start, when an earlier run left some: commits the
     remote branch does not have, or (a task) a pushed branch whose MR was never opened. None:
     nothing stranded."""
-    from harness_cli.delivery.push_rebase import wire_tip
+    from harness_cli.delivery.push.rebase import wire_tip
     from harness_cli.errors import ServiceError
 
     head = head_sha(wt.path)

@@ -20,8 +20,9 @@ from typing import Any
 
 from harness_cli import clock
 from harness_cli.bounds import bound
-from harness_cli.delivery import acceptance, check_guard, mr, outcome, push
+from harness_cli.delivery import acceptance, check_guard, mr, outcome
 from harness_cli.delivery.change import change_push_and_mr
+from harness_cli.delivery.push import recovery as push
 from harness_cli.delivery.work import Work, worktree_for
 from harness_cli.delivery.worktrees import Worktree
 from harness_cli.state import files

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness_cli.delivery.change import Change
-    from harness_cli.delivery.push import PushOutcome
+    from harness_cli.delivery.push.recovery import PushOutcome
     from harness_cli.delivery.reply_gate import WireEvidence
     from harness_cli.delivery.work import Work
     from harness_cli.services.gitlab import Discussion
@@ -215,14 +215,14 @@ def review_result(
 
 
 def _who(threads: list[Discussion], me: str) -> str:
-    from harness_cli.delivery.monitor_decide import is_reviewer_note
+    from harness_cli.delivery.monitor.decide import is_reviewer_note
 
     names = sorted({n.author for d in threads for n in d.notes if is_reviewer_note(n, me=me)})
     return " and ".join(names) or "the reviewer"
 
 
 def _asked(threads: list[Discussion], me: str) -> str:
-    from harness_cli.delivery.monitor_decide import is_reviewer_note
+    from harness_cli.delivery.monitor.decide import is_reviewer_note
 
     notes = [n for d in threads for n in d.notes if is_reviewer_note(n, me=me)]
     if not notes:

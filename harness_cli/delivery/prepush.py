@@ -4,7 +4,7 @@ Reference, "A style guide that keeps output from reading as machine-written": "N
 attribution at all. No Co-Authored-By: Claude, no 'Generated with Claude Code' and no [bot]
 suffix on commit messages." The agent has Bash in its worktree and may commit by itself; the
 harness only ever lints the message it proposes in its JSON block. So before any push (the one
-pre-push point is :func:`harness_cli.delivery.push_rebase.real_push`) every commit the push
+pre-push point is :func:`harness_cli.delivery.push.rebase.real_push`) every commit the push
 would add to origin is linted again:
 
 - attribution (S1) is removed mechanically and the commit reworded, its tree untouched;

@@ -22,8 +22,9 @@ from typing import Any
 
 from harness_cli.agents.runtime import RunRequest, Runtime
 from harness_cli.config import Config
-from harness_cli.delivery import acceptance, mr, push, worktrees
+from harness_cli.delivery import acceptance, mr, worktrees
 from harness_cli.delivery.commit import commit_all, head_sha, styled_message
+from harness_cli.delivery.push import recovery as push
 from harness_cli.errors import PolicyRefused, ServiceError
 from harness_cli.improvement.gap_patterns import ClusterRecord
 from harness_cli.improvement.gap_reports import GapReport

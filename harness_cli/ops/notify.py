@@ -115,7 +115,7 @@ def ci_escalation(out: Outbound, cfg: Config, *, case_id: str, text: str) -> str
 
 
 def push_escalation(out: Outbound, cfg: Config, *, case_id: str, text: str) -> str:
-    """L3 of push recovery: the whole L2 trail, composed by delivery.push_escalation."""
+    """L3 of push recovery: the whole L2 trail, composed by delivery.push.escalation."""
     return dm(out, cfg, "push_escalation", text, case_id=case_id)
 
 

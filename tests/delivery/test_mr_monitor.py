@@ -19,7 +19,7 @@ from typing import Any
 import gitlab
 import pytest
 
-from harness_cli.delivery import monitor_decide as decide
+from harness_cli.delivery.monitor import decide as decide
 from harness_cli.sandbox.gitlab_api import GitLabEmulator
 from harness_cli.sandbox.scenarios.sample_repo import (
     SAMPLE_BUG_FIX,
@@ -736,7 +736,7 @@ def test_ci_verdicts() -> None:
 def test_thresholds_forbid_typos() -> None:
     from pydantic import ValidationError
 
-    from harness_cli.delivery.monitor_thresholds import MonitorThresholds, thresholds_from
+    from harness_cli.delivery.monitor.thresholds import MonitorThresholds, thresholds_from
 
     with pytest.raises(ValidationError):
         MonitorThresholds.model_validate({"fix_ci_max_consecutiv": 3})
@@ -765,7 +765,7 @@ def test_an_escalation_dm_that_fails_is_sent_next_cycle_exactly_once(world: Worl
 
 
 def test_the_cursor_is_inclusive_and_closes_up_once_the_lag_window_was_read_twice() -> None:
-    from harness_cli.delivery.monitor import _move_cursor
+    from harness_cli.delivery.monitor.cycle import _move_cursor
     from harness_cli.services.gitlab import MergeRequest
     from harness_cli.state import files
 

@@ -11,7 +11,7 @@ import pytest
 
 from harness_cli.delivery import worktrees
 from harness_cli.delivery.identity import commit_identity, is_placeholder
-from harness_cli.delivery.push_rebase import pre_push_rebase, real_push
+from harness_cli.delivery.push.rebase import pre_push_rebase, real_push
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError
 from harness_cli.services.git import Git

@@ -13,9 +13,9 @@ import pytest
 from harness_cli.agents.factory import build_runtime
 from harness_cli.config import Config, load_config
 from harness_cli.delivery import worktrees
-from harness_cli.delivery.push import PushOutcome, pre_push_rebase, push_with_recovery
-from harness_cli.delivery.push_heal import HealReport, parse_report, self_heal_push_loop
-from harness_cli.delivery.push_rebase import real_push
+from harness_cli.delivery.push.heal import HealReport, parse_report, self_heal_push_loop
+from harness_cli.delivery.push.rebase import real_push
+from harness_cli.delivery.push.recovery import PushOutcome, pre_push_rebase, push_with_recovery
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import PolicyRefused
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator

@@ -16,7 +16,7 @@ import pytest
 
 from harness_cli import paths
 from harness_cli.delivery import worktrees
-from harness_cli.delivery.push_rebase import pre_push_rebase, real_push
+from harness_cli.delivery.push.rebase import pre_push_rebase, real_push
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.services.git import FALLBACK_EMAIL, FALLBACK_NAME, Git
 from tests.delivery.conftest import APP, PROJECT, Origin, commit

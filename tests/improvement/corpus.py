@@ -28,7 +28,7 @@ THEMES: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
     ("missing_test", "tests/delivery/test_push_recovery.py", "Add a regression test",
      "regression test", ("regression", "fixture", "boundary", "pytest", "assert", "coverage",
                          "parametrize", "flaky", "mock", "testcase", "unittest", "expected")),
-    ("pipeline_bug", "harness_cli/delivery/push.py", "Bound the rebase retry budget",
+    ("pipeline_bug", "harness_cli/delivery/push/recovery.py", "Bound the rebase retry budget",
      "push retry", ("rebase", "retry", "budget", "push", "conflict", "worktree", "branch",
                     "upstream", "force", "remote", "reflog", "detached")),
     ("skipped_source", "sops/team-b/SOP.md", "Read the PagerDuty incident timeline",

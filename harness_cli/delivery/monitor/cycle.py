@@ -24,8 +24,8 @@ scaling the polling itself proved the hard part." So a cycle is incremental:
   "12 retries per cycle for hours" cannot come back.
 
 The loops it closes — CI auto-fix capped at three in a row then one escalation, reviewer
-auto-reply deduplicated by author — are decided in :mod:`monitor_decide` and carried out in
-:mod:`monitor_act`; this module is the order of events and the bookkeeping between them.
+auto-reply deduplicated by author — are decided in :mod:`decide` and carried out in
+:mod:`act`; this module is the order of events and the bookkeeping between them.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from harness_cli import clock
-from harness_cli.delivery import monitor_decide as decide
-from harness_cli.delivery.monitor_act import (
+from harness_cli.delivery.monitor import decide as decide
+from harness_cli.delivery.monitor.act import (
     CycleReport,
     EndCycle,
     Gone,
@@ -45,8 +45,8 @@ from harness_cli.delivery.monitor_act import (
     dm,
     finish,
 )
-from harness_cli.delivery.monitor_examine import Examination
-from harness_cli.delivery.monitor_watch import (
+from harness_cli.delivery.monitor.examine import Examination
+from harness_cli.delivery.monitor.watch import (
     format_stamp,
     parse_stamp,
     pipelines_changed,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from harness_cli.delivery.push_rebase import (
+from harness_cli.delivery.push.rebase import (
     HUNK_CHARS,
     marker_hunks,
     protected_branches,
@@ -21,7 +21,7 @@ from harness_cli.delivery.worktrees import Worktree
 from harness_cli.errors import ServiceError
 
 if TYPE_CHECKING:
-    from harness_cli.delivery.push_heal import HealAttempt
+    from harness_cli.delivery.push.heal import HealAttempt
 
 TASK_CHARS = 6000
 SECTION_CHARS = 4000

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from harness_cli import clock, dispatch
 from harness_cli.config import Config
-from harness_cli.delivery.monitor_thresholds import MonitorThresholds
+from harness_cli.delivery.monitor.thresholds import MonitorThresholds
 from harness_cli.errors import HarnessError, InputError, LockHeld, ServiceError, StateConflict
 from harness_cli.logs import event
 from harness_cli.ops import notify

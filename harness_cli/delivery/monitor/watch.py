@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
-from harness_cli.delivery import monitor_decide as decide
-from harness_cli.delivery.monitor_act import Gone, MonitorCtx, call
+from harness_cli.delivery.monitor import decide as decide
+from harness_cli.delivery.monitor.act import Gone, MonitorCtx, call
 from harness_cli.state import files
 from harness_cli.state.models import MonitoredMr
 

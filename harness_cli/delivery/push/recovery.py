@@ -4,8 +4,8 @@ Reference ("Recovering from single operations"): "L1 runs on every push because 
 while L2 burns tokens and fires only after L1 has failed" — and "ground truth comes from the
 wire": whatever any layer believes, success is the exit code of a real ``git push``.
 
-The layers live in ``push_rebase`` (L1 and the real push), ``push_heal`` (L2, with its prompt in
-``push_heal_prompt``) and ``push_escalation`` (L3);
+The layers live in ``rebase`` (L1 and the real push), ``heal`` (L2, with its prompt in
+``heal_prompt``) and ``escalation`` (L3);
 this module chains them and writes the trail to ``<case_dir>/delivery/push-<stamp>.json``.
 """
 
@@ -23,9 +23,9 @@ from harness_cli import clock
 from harness_cli.agents.runtime import Runtime
 from harness_cli.config import Config
 from harness_cli.delivery import secret_scan
-from harness_cli.delivery.push_escalation import escalate
-from harness_cli.delivery.push_heal import HealResult, self_heal_push_loop
-from harness_cli.delivery.push_rebase import (
+from harness_cli.delivery.push.escalation import escalate
+from harness_cli.delivery.push.heal import HealResult, self_heal_push_loop
+from harness_cli.delivery.push.rebase import (
     PushResult,
     RebaseResult,
     pre_push_rebase,

@@ -11,8 +11,8 @@ from datetime import timedelta
 from typing import Any
 
 from harness_cli import clock
-from harness_cli.delivery import monitor_decide as decide
-from harness_cli.delivery.monitor_act import MonitorCtx, call, dm
+from harness_cli.delivery.monitor import decide as decide
+from harness_cli.delivery.monitor.act import MonitorCtx, call, dm
 from harness_cli.logs import event
 from harness_cli.services.gitlab import MergeRequest
 from harness_cli.state.models import MonitoredMr

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness_cli import clock
-from harness_cli.delivery import monitor_decide as decide
-from harness_cli.delivery import monitor_notices as notices
-from harness_cli.delivery.monitor_act import (
+from harness_cli.delivery.monitor import decide as decide
+from harness_cli.delivery.monitor import notices as notices
+from harness_cli.delivery.monitor.act import (
     MonitorCtx,
     call,
     dev_agent_busy,

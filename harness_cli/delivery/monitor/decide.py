@@ -2,7 +2,7 @@
 
 No I/O here: who counts as a reviewer, which discussions still want a reply, what a head
 pipeline means for the fix-ci loop, and whether the MR needs the push recovery. The loops'
-budgets come from :class:`~harness_cli.delivery.monitor_thresholds.MonitorThresholds`.
+budgets come from :class:`~harness_cli.delivery.monitor.thresholds.MonitorThresholds`.
 """
 
 from __future__ import annotations

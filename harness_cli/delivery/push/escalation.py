@@ -12,8 +12,8 @@ import logging
 from pathlib import Path
 
 from harness_cli.config import Config
-from harness_cli.delivery.push_heal import HealResult
-from harness_cli.delivery.push_rebase import PushResult, RebaseResult
+from harness_cli.delivery.push.heal import HealResult
+from harness_cli.delivery.push.rebase import PushResult, RebaseResult
 from harness_cli.delivery.worktrees import Worktree
 from harness_cli.errors import ServiceError
 from harness_cli.logs import event

@@ -27,8 +27,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from harness_cli.agents.runtime import RunEvent, RunRequest, Runtime
-from harness_cli.delivery import push_heal_prompt as prompts
-from harness_cli.delivery.push_rebase import PushResult, fetch, real_push, remote_tip
+from harness_cli.delivery.push import heal_prompt as prompts
+from harness_cli.delivery.push.rebase import PushResult, fetch, real_push, remote_tip
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.delivery.worktrees import Worktree
 from harness_cli.errors import HarnessError, ServiceError
