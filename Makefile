@@ -48,12 +48,15 @@ $(MCP_EVERYTHING):
 	  || echo "could not install server-everything: its mcp-watch test says why it skips"; \
 	else echo "npm not found: the server-everything test skips"; fi
 
+# Most tests wait on emulators, git and the claude CLI rather than on the CPU, so the suite runs
+# in TEST_WORKERS processes (4 on 2 cores; work stealing evens out the long end-to-end tests).
+TEST_WORKERS ?= 4
 test: install
-	@$(BIN)/pytest -q; rc=$$?; \
+	@$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal -m "not slow"
 
 demo: install
 	$(BIN)/harness demo
