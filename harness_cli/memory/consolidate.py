@@ -147,10 +147,12 @@ def consolidate_case(
             result.saved = str(backup.relative_to(folder))
         atomic_write_text(task_path, proposed)
     into = f"TASK.md@{hashlib.sha256(proposed.encode()).hexdigest()[:12]}"
+    _checkpoint("task_written", {"into": into, "result": result.to_json()})
     now = clock.now()
     transcripts.mark_consolidated(chosen, now, into)
     result.outcome = "written"
     _remember(case_id, folder, result, now, refused=False)
+    _checkpoint("marked")
     event(
         log,
         "consolidation_written",
@@ -166,6 +168,14 @@ def consolidate_case(
         only=[folder],
     )
     return result
+
+
+def _checkpoint(name: str, value: Any = True) -> None:
+    from harness_cli.obligations import journal
+
+    run = journal.current()
+    if run is not None:
+        run.checkpoint(name, value)
 
 
 def _refuse(
