@@ -1,5 +1,6 @@
 """[obligations / #17 p8] crash campaign over the workflows: SIGKILL the real
-`harness investigate`, `harness dev-agent --mode task` and `harness mr-monitor` at every write
+`harness investigate`, `harness dev-agent` (task, address_review, fix_ci), `harness mr-monitor`,
+`harness consolidate` and `harness finalize` at every write
 step (HARNESS_CRASH_AT: the run journal's checkpoints, the outbox's in-flight and landed
 points, the worktree, the commits, the workspace sync) and at random instants, then one clean
 run. Per workflow it prints the kills that landed and what the invariant forbids after the
@@ -28,6 +29,9 @@ TESTS = [
     "tests/obligations/test_crash_investigate.py",
     "tests/obligations/test_crash_dev_agent.py",
     "tests/obligations/test_crash_mr_monitor.py",
+    "tests/obligations/test_crash_mr_rounds.py",
+    "tests/obligations/test_crash_consolidate.py",
+    "tests/obligations/test_crash_finalize.py",
 ]
 FIGURES = ("killed", "duplicates", "lost", "stuck", "uncommitted")
 
@@ -58,9 +62,9 @@ def main() -> int:
         for key in FIGURES:
             totals[row["workflow"]][key] += int(row.get(key, 0))
     print(f"crash campaign over the workflows ({wall:.0f} s; pytest exit {proc.returncode})")
-    print(f"{'workflow':<16}{'runs':>6}" + "".join(f"{k:>13}" for k in FIGURES))
+    print(f"{'workflow':<26}{'runs':>6}" + "".join(f"{k:>13}" for k in FIGURES))
     for workflow, figures in sorted(totals.items()):
-        print(f"{workflow:<16}{runs[workflow]:>6}" + "".join(f"{figures[k]:>13}" for k in FIGURES))
+        print(f"{workflow:<26}{runs[workflow]:>6}" + "".join(f"{figures[k]:>13}" for k in FIGURES))
     if proc.returncode:
         print(proc.stdout[-3000:])
     return 0 if proc.returncode == 0 else 1

@@ -32,7 +32,7 @@ RANDOM = pytest.mark.skipif(
 STEPS = (
     ["run.consolidate.started", "run.consolidate.task_written", "run.consolidate.marked",
      "workspace.committed:1"]
-    if FULL else ["run.consolidate.task_written", "workspace.committed:1"]
+    if FULL else ["run.consolidate.task_written"]
 )  # fmt: skip
 """consolidate's write steps: the run recorded, TASK.md replaced, the transcripts marked and the
 consolidation remembered, the case folder committed and pushed."""

@@ -71,6 +71,18 @@ def _kill(desk: Desk, mode: str, point: str | None, rng: random.Random | None) -
     return int(proc.returncode == -signal.SIGKILL)
 
 
+BEFORE_RECORD = (
+    "known defect: a dispatched dev-agent run killed before it recorded its start (no "
+    "runs/dev-agent-*.json) is never dispatched again — mr-monitor counts the payload as "
+    "dispatched (last_fix_sha / handled_notes) and nothing adopts a payload whose run never "
+    "started; the trace log it wrote stays uncommitted"
+)
+
+
+def _unrecorded(desk: Desk) -> bool:
+    return not list((desk.home / "runs").glob("dev-agent-*.json"))
+
+
 def _resume(desk: Desk) -> list[dict[str, Any]]:
     """The dead run's grace passes; the next mr-monitor cycle re-dispatches it as a resume and
     the dispatcher runs what it recorded."""
@@ -98,7 +110,7 @@ REVIEW_STEPS = (
     ["run.dev-agent.started", "delivery.committed", "workspace.committed:1",
      "outbox.note_attempting:1", "outbox.note_landed:1", "outbox.note_landed:2",
      "outbox.attempting:1", "outbox.landed:1", "workspace.committed:2"]
-    if FULL else ["delivery.committed", "outbox.note_landed:1"]
+    if FULL else ["outbox.note_landed:1"]
 )  # fmt: skip
 """address_review's write steps: its commit, the workspace sync, each of its two replies in
 flight and landed, its one Slack message."""
@@ -158,17 +170,27 @@ def test_a_review_round_killed_at_a_random_instant_is_answered_exactly_once(
 ) -> None:
     asked, since = _review_round(desk)
     killed = _kill(desk, "address_review", None, random.Random(seed))
+    before_record = killed and _unrecorded(desk)
     if killed:
         _resume(desk)
     figures = _review_figures(desk, tmp_path, asked, since)
     record("dev-agent address_review", f"random:{seed}", {"killed": killed, **figures})
+    if before_record:
+        pytest.xfail(BEFORE_RECORD)
     assert_clean(figures)
 
 
 # -- fix_ci -----------------------------------------------------------------------------------
+DUPLICATE_DONE = (
+    "known defect: fix_ci killed at its second workspace commit (after its Slack message) is "
+    "resumed from the start: the fix runs again and a second ':white_check_mark: ... Done' "
+    "message is posted"
+)
 FIX_STEPS = (
     ["run.dev-agent.started", "workspace.committed:1", "outbox.attempting:1",
-     "outbox.landed:1", "workspace.committed:2"]
+     "outbox.landed:1",
+     pytest.param("workspace.committed:2",
+                  marks=pytest.mark.xfail(strict=True, reason=DUPLICATE_DONE))]
     if FULL else ["outbox.landed:1"]
 )  # fmt: skip
 """fix_ci's write steps (the scripted model's fix changes nothing: no commit, no push): the
@@ -225,8 +247,29 @@ def test_a_ci_fix_killed_at_a_random_instant_is_reported_exactly_once(
 ) -> None:
     since = _red_mr(desk)
     killed = _kill(desk, "fix_ci", None, random.Random(seed))
+    before_record = killed and _unrecorded(desk)
     if killed:
         _resume(desk)
     figures = _fix_figures(desk, tmp_path, since)
     record("dev-agent fix_ci", f"random:{seed}", {"killed": killed, **figures})
+    if before_record:
+        pytest.xfail(BEFORE_RECORD)
+    assert_clean(figures)
+
+
+@RANDOM
+@pytest.mark.xfail(strict=True, reason=BEFORE_RECORD)
+def test_a_ci_fix_killed_before_its_run_is_recorded_is_dispatched_again(
+    desk: Desk, tmp_path: Path
+) -> None:
+    since = _red_mr(desk)
+    [(path, _)] = desk.payloads("fix_ci")
+    desk.ran.append(str(path))
+    proc = _dev_agent(path, {})
+    proc.send_signal(signal.SIGKILL)  # at once: long before the run is recorded
+    proc.communicate(timeout=60)
+    assert _unrecorded(desk)
+    _resume(desk)
+    figures = _fix_figures(desk, tmp_path, since)
+    record("dev-agent fix_ci", "before-record", {"killed": 1, **figures})
     assert_clean(figures)
