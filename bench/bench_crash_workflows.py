@@ -10,7 +10,7 @@ out of the workspace's HEAD). Goal 0.
 
 It runs the campaign tests (tests/obligations/test_crash_*.py) with their full walk
 (HARNESS_BENCH_FULL=1): the same emulators, the real CLI, real git.
-``python bench/bench_crash_workflows.py``.
+``python bench/bench_crash_workflows.py [TEST_FILE ...]`` (default: every campaign file).
 """
 
 from __future__ import annotations
@@ -36,13 +36,14 @@ TESTS = [
 FIGURES = ("killed", "duplicates", "lost", "stuck", "uncommitted")
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    tests = argv or TESTS
     with tempfile.TemporaryDirectory() as tmp:
         record = Path(tmp) / "figures.jsonl"
         env = {**os.environ, "HARNESS_BENCH_FULL": "1", "HARNESS_BENCH_RECORD": str(record)}
         started = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TESTS],
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
             cwd=REPO,
             env=env,
             capture_output=True,
@@ -71,4 +72,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))
