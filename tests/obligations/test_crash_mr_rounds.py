@@ -7,6 +7,7 @@ one fix attempt counted, the case `mr_open`, nothing uncommitted in the case fol
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -80,7 +81,10 @@ BEFORE_RECORD = (
 
 
 def _unrecorded(desk: Desk) -> bool:
-    return not list((desk.home / "runs").glob("dev-agent-*.json"))
+    """The payload run last is not in any run record (it died before recording its start)."""
+    last = desk.ran[-1]
+    records = (desk.home / "runs").glob("dev-agent-*.json")
+    return not any(json.loads(r.read_text()).get("payload") == last for r in records)
 
 
 def _resume(desk: Desk) -> list[dict[str, Any]]:
