@@ -126,10 +126,12 @@ def forbidden_roots() -> tuple[Path, ...]:
     """Outside every role, whatever a caller passes: the harness's own state and config, the
     env file with the tokens, the workspace (other cases), the worktrees (other cases' code and
     the mirrors) and the operator's keys. A run's own roots may lie inside one of them (a case
-    folder in the workspace); everything else there stays refused."""
+    folder in the workspace); everything else there stays refused. The claude CLI's config
+    folder too: it holds the transcripts of every case's runs (and the operator's own)."""
     from harness_cli.delivery.thresholds import DeliveryThresholds
 
     home = Path.home()
+    claude = os.environ.get("CLAUDE_CONFIG_DIR")
     found = [
         paths.home(),
         paths.home() / "env",
@@ -142,6 +144,7 @@ def forbidden_roots() -> tuple[Path, ...]:
         home / ".config",
         home / ".aws",
         home / ".gnupg",
+        Path(claude).expanduser() if claude else home / ".claude",
     ]
     return tuple(dict.fromkeys(Path(os.path.realpath(p)) for p in found))
 

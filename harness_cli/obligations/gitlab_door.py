@@ -93,20 +93,10 @@ def _attempt(client: GitLab, ob: Obligation, send: Callable[[str], None]) -> Non
                 event(log, "owed_note_dropped", logging.WARNING, key=ob.key, error=exc.message)
                 ledger.drop(ob)
                 raise
-            ob.inflight = exc.status is None or exc.status >= 500
-            ob.last_error = exc.message[:500]
-            if ob.attempts >= ObligationThresholds().outbox_max_attempts:
-                ob.state = "given_up"
-                event(
-                    log,
-                    "owed_write_given_up",
-                    logging.ERROR,
-                    key=ob.key,
-                    case_id=ob.case_id,
-                    what=ob.describe(),
-                    error=ob.last_error,
-                )
-            ledger.save(ob)
+            ledger.failed(
+                ob, exc.message, inflight=exc.status is None or exc.status >= 500,
+                limit=ObligationThresholds().outbox_max_attempts,
+            )  # fmt: skip
             raise
         crash_point("outbox.note_landed")
         _done(ob)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -31,8 +32,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness_cli import clock, paths
+from harness_cli.logs import event
 from harness_cli.state.locks import hold
 from harness_cli.state.store import atomic_create_bytes, atomic_write_text
+
+log = logging.getLogger("harness.outbox")
 
 State = Literal["owed", "done", "given_up"]
 FOLDERS: dict[State, str] = {"owed": "", "done": "done", "given_up": "given-up"}
@@ -129,6 +133,21 @@ def save(ob: Obligation) -> None:
         if state != ob.state:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path_for(ob.key, state))
+
+
+def failed(ob: Obligation, error: str, *, inflight: bool, limit: int) -> None:
+    """One attempt failed: keep its error and whether it may have landed (``inflight``: the
+    next attempt looks for it first); after ``limit`` attempts the obligation is given up, once
+    (#20: "given up after a bounded number of attempts", the operator told by another path)."""
+    ob.inflight = inflight
+    ob.last_error = error[:500]
+    if ob.attempts >= limit and ob.state == "owed":
+        ob.state = "given_up"
+        event(
+            log, "owed_write_given_up", logging.ERROR, key=ob.key, case_id=ob.case_id,
+            what=ob.describe(), attempts=ob.attempts, error=ob.last_error,
+        )  # fmt: skip
+    save(ob)
 
 
 def drop(ob: Obligation) -> None:

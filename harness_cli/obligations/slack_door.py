@@ -231,22 +231,7 @@ def _failed(
     if not ob.owed:
         ledger.drop(ob)  # a placeholder is worth nothing later
         return exc
-    ob.inflight = uncertain
-    ob.last_error = cause[:500]
-    limit = out.limits.outbox_max_attempts
-    if ob.attempts >= limit and ob.state == "owed":
-        ob.state = "given_up"
-        event(
-            log,
-            "owed_write_given_up",
-            logging.ERROR,
-            key=ob.key,
-            case_id=ob.case_id,
-            what=ob.describe(),
-            attempts=ob.attempts,
-            error=ob.last_error,
-        )
-    ledger.save(ob)
+    ledger.failed(ob, cause, inflight=uncertain, limit=out.limits.outbox_max_attempts)
     event(
         log,
         "owed_write_failed",

@@ -1,7 +1,8 @@
 """The reservation refs on the workspace remote, with a compare-and-swap the remote enforces.
 
-Each scope (a case, a repository) is one ref, ``refs/harness/reservations/<sha1 of scope>``,
-pointing at a commit (empty tree) whose message is the scope's :class:`ScopeDoc`. Reading is
+Each reservation ref under ``refs/harness/reservations/<sha1 of scope>/`` (a session's hold, or
+the scope's gate: see reservations.py) points at a commit (empty tree, written in-process) whose
+message is a :class:`ScopeDoc`. Reading is
 one ``git fetch`` of the whole namespace into a private board repository; writing is one
 ``git push --atomic`` with ``--force-with-lease=<ref>:<sha read>`` on every ref it touches
 (an empty expectation: the ref must not exist). The remote checks each old value under its ref
@@ -11,8 +12,11 @@ re-decides. Never "read, then write" blindly. ``ops`` counts the remote round tr
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
+import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,7 +107,15 @@ class Board:
         """Every reservation ref of the remote (one fetch): ref name → (sha, document)."""
         self.ensure()
         self.ops += 1
-        self._git("fetch", "-q", "--prune", "--no-tags", self.remote, f"+{REF_PREFIX}*:{SEEN}*")
+        self._git(
+            "fetch",
+            "-q",
+            "--prune",
+            "--no-tags",
+            "--no-write-fetch-head",
+            self.remote,
+            f"+{REF_PREFIX}*:{SEEN}*",
+        )
         listed = self._git(
             "for-each-ref", "--format=%(refname)%09%(objectname)%09%(contents)", SEEN
         ).stdout
@@ -119,20 +131,37 @@ class Board:
             found[REF_PREFIX + ref.removeprefix(SEEN)] = Entry(sha, doc)
         return found
 
+    def _store(self, kind: str, body: bytes) -> str:
+        """Write one loose object into the board repository in-process (what ``git
+        hash-object -w`` does, without a subprocess per reservation commit)."""
+        raw = f"{kind} {len(body)}\0".encode() + body
+        sha = hashlib.sha1(raw).hexdigest()
+        path = self.local / "objects" / sha[:2] / sha[2:]
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".tmp-{os.getpid()}-{sha[2:]}")
+            tmp.write_bytes(zlib.compress(raw))
+            os.replace(tmp, path)
+        return sha
+
     def commit(self, doc: ScopeDoc) -> str:
         if not self._empty_tree:
-            self._empty_tree = self._git("mktree", check=True).stdout.strip()
-        body = doc.model_dump_json()
-        return self._git("commit-tree", self._empty_tree, "-m", body).stdout.strip()
+            self._empty_tree = self._store("tree", b"")
+        stamp = f"harness <harness@localhost> {int(time.time())} +0000"
+        body = f"tree {self._empty_tree}\nauthor {stamp}\ncommitter {stamp}\n\n"
+        return self._store("commit", (body + doc.model_dump_json() + "\n").encode())
 
-    def write(self, changes: dict[str, tuple[str, ScopeDoc | None]]) -> dict[str, str] | None:
+    def write(
+        self, changes: dict[str, tuple[str, ScopeDoc | None]], *, atomic: bool = True
+    ) -> dict[str, str] | None:
         """Apply ``{ref: (expected sha or "" for absent, new doc or None to delete)}`` in one
         atomic push; returns each ref's new sha ("" when deleted). None: another runner changed
-        one of the refs first, and nothing was applied."""
+        one of the refs first, and nothing was applied. ``atomic=False``: each ref on its own
+        lease in the same push; returns only the refs that landed (never None)."""
         if not changes:
             return {}
         self.ensure()
-        args = ["push", "--atomic", "--porcelain", self.remote]
+        args = ["push", *(["--atomic"] if atomic else []), "--porcelain", self.remote]
         specs: list[str] = []
         written: dict[str, str] = {}
         for ref, (expected, doc) in sorted(changes.items()):
@@ -142,6 +171,12 @@ class Board:
         self.ops += 1
         proc = self._git(*args, *specs, check=False)
         if proc.returncode == 0:
+            return written
+        if not atomic and "\t" in proc.stdout:
+            for line in proc.stdout.splitlines():
+                flag, _, rest = line.partition("\t")
+                if flag == "!" and "\t" in rest:
+                    written.pop(rest.split("\t", 1)[0].rpartition(":")[2], None)
             return written
         said = (proc.stdout + proc.stderr).lower()
         if any(word in said for word in _LOST):

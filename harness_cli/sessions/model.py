@@ -1,7 +1,8 @@
 """The files and ref payloads of work sessions, as pydantic models.
 
-A reservation ref (``refs/harness/reservations/<sha1 of scope>``) points at a commit whose
-message is one :class:`ScopeDoc`: every live hold on that scope (a case, or one repository).
+A reservation ref (``refs/harness/reservations/v2/<sha1 of scope>/h/<sha1 of session>``) points
+at a commit whose message is one :class:`ScopeDoc`: one session's hold on that scope (a case, or
+one repository); the scope's ``…/gate`` ref carries a ScopeDoc without holds (reservations.py).
 """
 
 from __future__ import annotations

@@ -1,14 +1,26 @@
 """Taking, renewing and giving back reservations.
 
-Acquire: read the scopes (one fetch), decide with the preflight gate, write every touched scope
-in one compare-and-swap push; a lost race reads again and decides again. Renew / release: one
-push with the lease on the sha this runner wrote last; only when someone else moved the ref
-meanwhile (a shared scope, a cleanup) is it read again. So a dispatch costs fetch + push to
-open and one push to close. Stale holds (heartbeat expired by ``HARNESS_NOW``, or a dead
-process of this very machine) are removed in the same push by whoever looks next."""
+Layout on the remote: each session's hold on a scope is its own ref,
+``refs/harness/reservations/v2/<sha1 of scope>/h/<sha1 of session>``, and each scope has a
+``…/gate`` ref beside its holds that every acquire on the scope moves. Acquire: read everything
+(one fetch), decide with the preflight gate, then one atomic push that moves the gate of every
+scope it takes (lease on the gate sha read, or "absent"), creates its hold refs and deletes stale
+holds (lease on their sha). Two runners that read the same gate cannot both land: the remote
+checks the old value under its ref lock; the loser reads again and decides again. Never "read,
+then write" blindly.
+
+Renew and release touch only this session's own refs (and, on release, the gates it moved
+last), each on a lease on the sha it wrote, so another session's acquire or release on a shared
+repository never makes them fail: a dispatch costs fetch + push to open and one push to close.
+Release is one non-atomic push: the hold refs go on their own leases; a gate moved by a later
+acquire stays (its last mover deletes it). Only when a hold ref of ours changed under us (it
+was cleaned up as stale) is the remote read again. Stale holds (heartbeat expired by
+``HARNESS_NOW``, or a dead process of this very machine) are removed in the same push by
+whoever acquires next."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from dataclasses import dataclass, field
@@ -18,12 +30,31 @@ from harness_cli.errors import ServiceError
 from harness_cli.logs import event
 from harness_cli.sessions.board import Board, Entry
 from harness_cli.sessions.gate import Verdict, preflight_gate
-from harness_cli.sessions.model import Hold, ScopeDoc, scope_ref
+from harness_cli.sessions.model import REF_PREFIX, Hold, ScopeDoc, scope_ref
 from harness_cli.sessions.policy import WorkflowPolicy
 
 log = logging.getLogger("harness.sessions")
 
 Changes = dict[str, tuple[str, ScopeDoc | None]]
+
+
+def _scope_dir(scope: str) -> str:
+    """``refs/harness/reservations/v2/<sha1 of scope>``: beside, not under, the first layout's
+    one ref per scope (``…/<sha1>``, which git would not let a ``…/<sha1>/gate`` sit under). A
+    hold left in that layout is still read, honoured, and cleaned up once stale."""
+    return scope_ref(scope).replace(REF_PREFIX, REF_PREFIX + "v2/", 1)
+
+
+def gate_ref(scope: str) -> str:
+    return _scope_dir(scope) + "/gate"
+
+
+def hold_ref(scope: str, session: str) -> str:
+    return f"{_scope_dir(scope)}/h/{hashlib.sha1(session.encode()).hexdigest()}"
+
+
+def _is_gate(ref: str) -> bool:
+    return ref.endswith("/gate")
 
 
 def pid_alive(pid: int) -> bool:
@@ -112,14 +143,16 @@ def acquire(
         mine: dict[str, ScopeDoc] = {}
         if verdict.decision == "allow":
             for scope in sorted({e.scope for e in request.elements}):
-                ref = scope_ref(scope)
-                entry = snap.entries.get(ref)
-                base = changes[ref][1] if ref in changes else entry.doc if entry else None
                 part = request.model_copy(
                     update={"elements": [e for e in request.elements if e.scope == scope]}
                 )
-                mine[ref] = ScopeDoc(scope=scope, holds=[*(base.holds if base else []), part])
-                changes[ref] = (entry.sha if entry else "", mine[ref])
+                for ref, doc in (
+                    (hold_ref(scope, request.session), ScopeDoc(scope=scope, holds=[part])),
+                    (gate_ref(scope), _gate_doc(scope, request.session)),
+                ):
+                    entry = snap.entries.get(ref)
+                    mine[ref] = doc
+                    changes[ref] = (entry.sha if entry else "", doc)
         written = board.write(changes)
         if written is not None:
             event(
@@ -157,18 +190,37 @@ def renew(
     session = held.hold.session
     if update:
         held.hold = held.hold.model_copy(update=update)
-    fast: Changes = {
-        ref: (sha, _rewrite(doc, held.hold, release)) for ref, (sha, doc) in held.refs.items()
-    }
-    written = board.write(fast) if fast else None
-    if written is not None:
-        held.refs = {ref: (written[ref], doc) for ref, (_, doc) in fast.items() if doc}
-        return True
+    if held.refs:
+        mine = {r: v for r, v in held.refs.items() if not _is_gate(r)}
+        if release:  # own holds on their leases; the gates we moved last go too, if still ours
+            done = board.write({r: (sha, None) for r, (sha, _) in held.refs.items()}, atomic=False)
+            if done is not None and all(r in done for r in mine):
+                held.refs = {}
+                return True
+        else:
+            fast: Changes = {
+                ref: (sha, _rewrite(doc, held.hold, release)) for ref, (sha, doc) in mine.items()
+            }
+            written = board.write(fast)
+            if written is not None:
+                gates = {r: v for r, v in held.refs.items() if _is_gate(r)}
+                held.refs = {
+                    **gates,
+                    **{ref: (written[ref], doc) for ref, (_, doc) in fast.items() if doc},
+                }
+                return True
     for _ in range(attempts):
         snap = look(board, now, machine)
         changes = _cleanup(snap, set())
         found = False
         for ref, entry in snap.entries.items():
+            if (
+                release
+                and _is_gate(ref)
+                and entry.doc.model_extra
+                and (entry.doc.model_extra.get("gate") == session)
+            ):
+                changes[ref] = (entry.sha, None)
             if not any(h.session == session for h in entry.doc.holds):
                 continue
             found = True
@@ -176,13 +228,21 @@ def renew(
             changes[ref] = (entry.sha, _rewrite(base, held.hold, release) if base else None)
         written = board.write(changes)
         if written is not None:
-            held.refs = {
+            kept = {
                 ref: (written[ref], doc)
                 for ref, (_, doc) in changes.items()
                 if doc and any(h.session == session for h in doc.holds)
             }
+            gates = {r: v for r, v in held.refs.items() if _is_gate(r) and not release}
+            held.refs = {**gates, **kept}
             return found
     raise ServiceError(f"the reservation refs kept changing; session {held.hold.name} not renewed")
+
+
+def _gate_doc(scope: str, session: str) -> ScopeDoc:
+    """The gate's payload names its last mover (so a release can take it along) and carries a
+    nonce: two moves never write the same commit, so a lease can never be fooled by A-B-A."""
+    return ScopeDoc.model_validate({"scope": scope, "gate": session, "nonce": os.urandom(8).hex()})
 
 
 def _rewrite(doc: ScopeDoc, hold: Hold, release: bool) -> ScopeDoc | None:

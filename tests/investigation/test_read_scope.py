@@ -16,6 +16,7 @@ ENV_SECRET = "ENVFILE-SECRET-read-scope-a8f0"
 OTHER = "OTHER-CASE-read-scope-33b7"
 WORKTREE = "WORKTREE-read-scope-c4e9"
 EVIDENCE = "EVIDENCE-OK-read-scope-1e66"
+TRANSCRIPT = "TRANSCRIPT-read-scope-7b10"
 
 
 @pytest.mark.parametrize("runtime", BOTH)
@@ -31,6 +32,11 @@ def test_the_investigator_reads_its_case_and_evidence_and_nothing_else(
     worktree = inv.root / "worktrees" / "case-BBB-202-1"
     worktree.mkdir(parents=True)
     (worktree / "app.txt").write_text(f"{WORKTREE}\n")
+    # the claude CLI's config folder keeps every run's transcript: other cases' words
+    claude = home / ".claude"
+    transcript = claude / "projects" / "-case-BBB-202" / "session.jsonl"
+    transcript.parent.mkdir(parents=True, exist_ok=True)
+    transcript.write_text(f'{{"message": "{TRANSCRIPT}"}}\n')
     evidence = inv.root / "evidence"
     evidence.mkdir()
     (evidence / "pricing.log").write_text(f"{EVIDENCE}: 10 units at 5.00 charged 50.00\n")
@@ -46,16 +52,17 @@ def test_the_investigator_reads_its_case_and_evidence_and_nothing_else(
         env_file=str(env_file),
         other_case=str(other),
         worktree_file=str(worktree / "app.txt"),
+        transcript=str(transcript),
     )
     inv.thresholds(max_iterations=1)
 
     inv.investigate()
 
     log = "\n".join(r.body.decode("utf-8", "replace") for r in inv.emu.recorded("/v1/messages"))
-    for secret in (SSH_KEY, ENV_SECRET, OTHER, WORKTREE):
+    for secret in (SSH_KEY, ENV_SECRET, OTHER, WORKTREE, TRANSCRIPT):
         assert secret not in log, secret
     assert EVIDENCE in log  # the configured evidence is readable: the boundary is not "nothing"
     [after] = [b for b in inv.requests("investigator") if RequestView.from_body(b).turn == 2]
     results = [c for c in after["messages"][-1]["content"] if c.get("type") == "tool_result"]
-    assert len(results) == 4 and all(r.get("is_error") for r in results), results
+    assert len(results) == 5 and all(r.get("is_error") for r in results), results
     inv.assert_no_bash()

@@ -222,3 +222,32 @@ def test_the_dead_holders_own_machine_releases_it_at_once(machines, cli, monkeyp
     # same machine, one second later: its process is gone, so the hold is stale already
     listed = here(cli, monkeypatch, a, "session", "list", now="2026-03-02T09:00:01+00:00")
     assert listed["live"] == [] and len(listed["stale"]) == 1
+
+
+def test_a_release_after_another_session_took_the_same_repository_is_one_push(
+    tmp_path: Path, remote: str
+) -> None:
+    """Issue #19 goal (≤ 3 remote operations per dispatch): the repository's ref moved under
+    the first holder (a second session took another path of it); its heartbeat and release
+    still cost one push each, no fetch, and the remote ends empty."""
+    a, b = Board(tmp_path / "a.git", remote), Board(tmp_path / "b.git", remote)
+    first = _hold(1, [Element.repo("acme/billing", "src/invoice/")], T0)
+    second = _hold(2, [Element.repo("acme/billing", "docs/")], T0)
+    _, held_a = acquire(a, first, WorkflowPolicy(), now=T0, machine="m1", attempts=4)
+    verdict, held_b = acquire(b, second, WorkflowPolicy(), now=T0, machine="m2", attempts=4)
+    assert verdict.decision == "allow" and held_a is not None and held_b is not None
+    assert {h.session for h in look(b, T0, "m2").live} == {first.session, second.session}
+    ops = a.ops
+    assert renew(a, held_a, now=T0, machine="m1", attempts=4, update={"heartbeat_at": T0})
+    assert renew(a, held_a, now=T0, machine="m1", attempts=4, release=True)
+    assert a.ops == ops + 2
+    assert [h.session for h in look(a, T0, "m1").live] == [second.session]
+    ops = b.ops
+    assert renew(b, held_b, now=T0, machine="m2", attempts=4, release=True)
+    assert b.ops == ops + 1
+    listed = subprocess.run(
+        ["git", "ls-remote", remote.removeprefix("file://"), "refs/harness/*"],
+        capture_output=True,
+        text=True,
+    )
+    assert listed.stdout == ""
