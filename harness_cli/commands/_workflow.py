@@ -81,6 +81,9 @@ def running(
             detail=f"{inv.workflow} ({kind})",
             payload=again.model_dump(mode="json", exclude={"created_at"}),
         ):
+            from harness_cli.obligations import unbegun
+
+            unbegun.settle(inv.payload_file, "held back by a pause")
             raise PolicyRefused(
                 f"{inv.workflow} on {inv.case_id} was triggered by {kind} and the harness is "
                 "paused",
@@ -190,8 +193,9 @@ def _journaled(inv: Invocation, *, commit: bool) -> Iterator[None]:
     """Record the run (or resume the one a kill left), repair what a dead run left on the case,
     and commit what this run wrote — whatever way it ends. ``commit=False``: a dry run."""
     from harness_cli.config import load_config
-    from harness_cli.obligations import journal, repair
+    from harness_cli.obligations import journal, repair, unbegun
 
+    unbegun.refuse_if_adopted(inv.payload, inv.payload_file)
     cfg = load_config()
     args = {**(inv.payload.args if inv.payload else {}), **inv.args}
     with journal.running(
