@@ -113,3 +113,23 @@ def test_consolidate_killed_at_a_random_instant_is_finished_exactly_once(
     figures = _clean_run(mem)
     record("consolidate", f"random:{seed}", {"killed": int(killed), **figures})
     assert_clean(figures)
+
+
+def test_consolidate_resumed_after_task_md_was_written_does_not_ask_the_model_again(
+    mem: Memory,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The resumed run reads the dead run's ``task_written`` checkpoint: TASK.md is the one it
+    wrote, so only the marking, the record and the commit are left — the consolidator is asked
+    once in all (counted on the Anthropic emulator's request log)."""
+    _talked(mem, monkeypatch)
+    asked = len(mem.requests("consolidator"))
+    proc = _consolidate({ENV: "run.consolidate.task_written"})
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, err.decode()[-1500:]
+    assert len(mem.requests("consolidator")) == asked + 1
+    task = (mem.case_dir() / "TASK.md").read_text()
+    figures = _clean_run(mem)
+    assert_clean(figures)
+    assert len(mem.requests("consolidator")) == asked + 1, "the resumed run asked the model again"
+    assert (mem.case_dir() / "TASK.md").read_text() == task
