@@ -201,8 +201,7 @@ def _journaled(inv: Invocation, *, commit: bool) -> Iterator[None]:
     with journal.running(
         inv.workflow, inv.case_id, payload=inv.payload, payload_file=inv.payload_file, args=args
     ):
-        if commit:
-            repair.before_run(cfg, inv.case_id, workflow=inv.workflow)
+        repair.before_run(cfg, inv.case_id, workflow=inv.workflow, commit=commit)
         try:
             yield
         finally:

@@ -16,15 +16,18 @@ from harness_cli.logs import event
 log = logging.getLogger("harness.runs")
 
 
-def before_run(cfg: Config, case_id: str, *, workflow: str) -> list[str]:
-    """Repairs at the start of a run on ``case_id``; returns what was done (for the logs)."""
+def before_run(cfg: Config, case_id: str, *, workflow: str, commit: bool = True) -> list[str]:
+    """Repairs at the start of a run on ``case_id``; returns what was done (for the logs).
+    The guard's repairs come first and always — a dry run (``commit=False``: nothing committed,
+    nothing posted) must not read a ticket or a template a dead run's agent changed either."""
     done: list[str] = []
     from harness_cli.agents import guard
 
     done += [f"restored {p}" for p in guard.repair_left_behind(case_id)]
-    if commit_case(cfg, case_id, f"{workflow}: what an interrupted run left"):
+    if commit and commit_case(cfg, case_id, f"{workflow}: what an interrupted run left"):
         done.append("committed what an earlier run left")
-    done += flush_case(cfg, case_id)
+    if commit:
+        done += flush_case(cfg, case_id)
     if done:
         event(log, "run_repairs", case_id=case_id, workflow=workflow, repairs=done)
     return done
