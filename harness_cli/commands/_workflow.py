@@ -92,13 +92,21 @@ def running(
             )
     from harness_cli.sessions.lifecycle import workflow_session
 
-    with (
-        workflow_lock(inv.workflow, inv.case_id),
-        workflow_session(inv.workflow, inv.case_id, inv.payload, write_outcome=write_outcome),
-        _journaled(inv, commit=commit),
-        metered(inv, sync=sync),
-    ):
-        yield inv
+    try:
+        with (
+            workflow_lock(inv.workflow, inv.case_id),
+            workflow_session(inv.workflow, inv.case_id, inv.payload, write_outcome=write_outcome),
+            _journaled(inv, commit=commit),
+            metered(inv, sync=sync),
+        ):
+            yield inv
+    except PolicyRefused:
+        # Refused on purpose (the preflight gate, a budget…): not a run that never began, so
+        # no cycle dispatches it again (obligations.unbegun).
+        from harness_cli.obligations import unbegun
+
+        unbegun.settle(inv.payload_file, "refused")
+        raise
 
 
 @contextmanager

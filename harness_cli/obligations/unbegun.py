@@ -9,7 +9,8 @@ The rule, in this one place, run by every poll-slack and mr-monitor cycle
 
 - written more than ``payload_start_grace_seconds`` ago (and less than ``ADOPT_WITHIN_S``),
 - with no run record under the identity its run would have (:func:`journal.identity_of`),
-- not settled (held back by a pause: the pause replays it as a new payload),
+- not settled (held back by a pause, which replays it as a new payload, or refused on
+  purpose by the preflight gate: exit 4),
 - whose workflow is not running on its case right now (the per-(workflow, case) lock is free),
 
 is dispatched again as a resume of that identity, ONCE: an ``.adopted`` marker is created
