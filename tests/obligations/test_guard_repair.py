@@ -43,7 +43,7 @@ def test_what_a_killed_agent_changed_is_put_back_by_the_next_run_before_anything
     other = inv.open_case("BBB-202")
     case = inv.open_case()
     inv.script("inv_tamper", sops=str(inv.root / "sops"), other_case=str(other))
-    inv.thresholds(max_iterations=2)
+    inv.thresholds(max_iterations=1)
     message = (case / "message.json").read_bytes()
     template = inv.config / "prompts" / "investigator.md"
     original_template = template.read_bytes()
