@@ -39,6 +39,8 @@ POINTS: dict[str, str] = {
     "session.opened": "a workflow's session opened (reservations on the remote), no work begun",
     "outbox.attempting": "an owed write recorded as in flight, not yet sent",
     "outbox.landed": "an owed write confirmed by the service, not yet recorded as done",
+    "outbox.note_attempting": "an owed GitLab note or reply recorded as in flight, not yet sent",
+    "outbox.note_landed": "an owed GitLab note or reply confirmed, not yet recorded as done",
 }
 """Every crash point, with the durable step it follows. Workflow runs add, per workflow,
 ``run.<workflow>.started`` (the run recorded in its journal) and ``run.<workflow>.<checkpoint>``

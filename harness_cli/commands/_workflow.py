@@ -81,6 +81,9 @@ def running(
             detail=f"{inv.workflow} ({kind})",
             payload=again.model_dump(mode="json", exclude={"created_at"}),
         ):
+            from harness_cli.obligations import unbegun
+
+            unbegun.settle(inv.payload_file, "held back by a pause")
             raise PolicyRefused(
                 f"{inv.workflow} on {inv.case_id} was triggered by {kind} and the harness is "
                 "paused",
@@ -89,13 +92,21 @@ def running(
             )
     from harness_cli.sessions.lifecycle import workflow_session
 
-    with (
-        workflow_lock(inv.workflow, inv.case_id),
-        workflow_session(inv.workflow, inv.case_id, inv.payload, write_outcome=write_outcome),
-        _journaled(inv, commit=commit),
-        metered(inv, sync=sync),
-    ):
-        yield inv
+    try:
+        with (
+            workflow_lock(inv.workflow, inv.case_id),
+            workflow_session(inv.workflow, inv.case_id, inv.payload, write_outcome=write_outcome),
+            _journaled(inv, commit=commit),
+            metered(inv, sync=sync),
+        ):
+            yield inv
+    except PolicyRefused:
+        # Refused on purpose (the preflight gate, a budget…): not a run that never began, so
+        # no cycle dispatches it again (obligations.unbegun).
+        from harness_cli.obligations import unbegun
+
+        unbegun.settle(inv.payload_file, "refused")
+        raise
 
 
 @contextmanager
@@ -190,15 +201,15 @@ def _journaled(inv: Invocation, *, commit: bool) -> Iterator[None]:
     """Record the run (or resume the one a kill left), repair what a dead run left on the case,
     and commit what this run wrote — whatever way it ends. ``commit=False``: a dry run."""
     from harness_cli.config import load_config
-    from harness_cli.obligations import journal, repair
+    from harness_cli.obligations import journal, repair, unbegun
 
+    unbegun.refuse_if_adopted(inv.payload, inv.payload_file)
     cfg = load_config()
     args = {**(inv.payload.args if inv.payload else {}), **inv.args}
     with journal.running(
         inv.workflow, inv.case_id, payload=inv.payload, payload_file=inv.payload_file, args=args
     ):
-        if commit:
-            repair.before_run(cfg, inv.case_id, workflow=inv.workflow)
+        repair.before_run(cfg, inv.case_id, workflow=inv.workflow, commit=commit)
         try:
             yield
         finally:

@@ -39,6 +39,9 @@ def run_dev_agent(
 
     if mode not in MODES:
         raise InputError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
+    told = _told_by_a_killed_run()
+    if told is not None:
+        return told
     cfg = load_config()
     case = registry.load_case(case_id)
     opened = _opened_by_a_killed_run(case, mode)
@@ -73,7 +76,29 @@ def run_dev_agent(
         _failed(work, mode, exc)
         raise
     _tell(work, str(result.get("message") or _outcome(result)))
+    _checkpoint_told(result)
     return result
+
+
+def _told_by_a_killed_run() -> dict[str, Any] | None:
+    """#17 p8: the killed run this one resumes had finished and told the operator (it died in
+    the workspace sync after): nothing is redone — before, a resumed fix_ci ran the fix again
+    and posted a second "Done"."""
+    from harness_cli.obligations import journal
+
+    run = journal.current()
+    saved = run.recall("told") if run is not None and run.resumed else None
+    return {**saved, "resumed": True} if isinstance(saved, dict) else None
+
+
+def _checkpoint_told(result: dict[str, Any]) -> None:
+    import json
+
+    from harness_cli.obligations import journal
+
+    run = journal.current()
+    if run is not None:
+        run.checkpoint("told", json.loads(json.dumps(result, default=str)))
 
 
 def _opened_by_a_killed_run(case: Any, mode: str) -> dict[str, Any] | None:

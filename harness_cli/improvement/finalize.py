@@ -37,6 +37,7 @@ from harness_cli.improvement import gap_patterns, gap_reports, patch_suggester
 from harness_cli.improvement.retrospective import write_retrospective
 from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.logs import event
+from harness_cli.obligations import journal
 from harness_cli.ops.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
 from harness_cli.state import files
@@ -150,6 +151,12 @@ def finalize_case(
     names = [r.path.name for r in reports]
     entry = files.patch_pr_state().read().cases.get(case_id)
     reason = _skip_reason(entry, names, due=due)
+    owed = _owed_tail(entry)
+    if owed is not None:  # the dead run this one resumes opened the MR: finish its tail only
+        kept, dropped = gap_reports.triage(
+            reports, min_confidence=th.gap_min_confidence, categories=th.gap_categories_in_scope
+        )
+        return _finish(cfg, case_id, folder, services, owed, kept, dropped, due=due, notify=notify)
     if reason is not None:
         skipped = FinalizeOutcome(case_id, "skipped", reason, mr_url=entry.mr_url if entry else "")
         if notify and tell_skip:
@@ -173,6 +180,33 @@ def finalize_case(
     else:
         _record(case_id, "pending", detail="patch_suggester running", reports=names)
         _propose(cfg, case, folder, kept, clusters, services, th, outcome, names)
+    return _finish(cfg, case_id, folder, services, outcome, kept, dropped, due=due, notify=notify)
+
+
+def _owed_tail(entry: PatchPrEntry | None) -> FinalizeOutcome | None:
+    """A resumed run whose dead run opened and recorded the MR owes what came after it (the
+    verdicts, finalize.json, the commit, the DM); before, it answered "already finalized" and
+    the operator never heard of the MR."""
+    run = journal.current()
+    saved = run.recall("proposed") if run is not None and run.resumed else None
+    if not isinstance(saved, dict) or entry is None or entry.status != "open":
+        return None
+    names = set(FinalizeOutcome.__dataclass_fields__)
+    return FinalizeOutcome(**{k: v for k, v in saved.items() if k in names})
+
+
+def _finish(
+    cfg: Config,
+    case_id: str,
+    folder: Path,
+    services: Services,
+    outcome: FinalizeOutcome,
+    kept: list[gap_reports.GapReport],
+    dropped: list[gap_reports.Dropped],
+    *,
+    due: bool,
+    notify: bool,
+) -> FinalizeOutcome:
     if outcome.status in ("open", "no_gaps"):
         _mark_reports(kept if outcome.status == "open" else [], dropped)
     atomic_write_json(folder / "finalize.json", {"at": clock.now(), **outcome.to_json()})
@@ -235,6 +269,9 @@ def _propose(
         + (f", clusters {', '.join(outcome.clusters)}" if outcome.clusters else "")
         + "). Merging it is yours."
     )
+    run = journal.current()
+    if run is not None:  # the MR is open and recorded: a resumed run owes only the tail
+        run.checkpoint("proposed", outcome.to_json())
 
 
 def _mark_reports(kept: list[gap_reports.GapReport], dropped: list[gap_reports.Dropped]) -> None:

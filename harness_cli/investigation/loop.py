@@ -34,7 +34,7 @@ from harness_cli.loop.evidence import Evidence, ToolUse, round_facts
 from harness_cli.loop.guard_notes import pending_guard_notes, render_guard_notes
 from harness_cli.loop.prompts import generic_sop, project_text, render
 from harness_cli.loop.report import CompletionReport, Extraction, extract_report
-from harness_cli.loop.runs import CaseRunner, ModelUnavailable
+from harness_cli.loop.runs import CaseRunner, ModelUnavailable, WallClockCut
 from harness_cli.loop.verdict import Decision, Verdict
 from harness_cli.state.store import atomic_write_json
 from harness_cli.workspace.case import Case
@@ -83,9 +83,17 @@ class Loop:
 
     def run(self) -> LoopResult:
         from harness_cli.cost.budgets import BudgetExceeded
+        from harness_cli.investigation.rules import wall_clock_used_up
 
+        t = self.cfg.harness.investigation
+        if self.runner.deadline is None:
+            self.runner.deadline = self.started + t.wall_clock_minutes * 60
         try:
             decision = self._run()
+        except WallClockCut as exc:
+            event(log, "investigation_wall_clock_cut", logging.WARNING, case_id=self.case.id,
+                  role=exc.role)  # fmt: skip
+            decision = wall_clock_used_up(t, cut=exc.role)
         except BudgetExceeded as exc:  # the safe point: before a call, everything saved
             event(log, "investigation_budget_reached", logging.WARNING, case_id=self.case.id,
                   budget=exc.kind, unit=exc.unit, limit=exc.limit, usd=exc.spent.usd)  # fmt: skip

@@ -202,6 +202,11 @@ def dm_text(case_id: str, line: str, result: LoopResult) -> str:
              f"Every iteration so far is kept in case {case_id}; nothing was concluded."]
         )  # fmt: skip
     held = [f"• {b}" for b in blockers(report, result.tools)]
+    if reason == "timeout" and decision.exit_note:  # a call cut at the wall clock
+        held.append(
+            f"Next: check the model service (`harness doctor`), then run "
+            f"`harness investigate {case_id}` again; the iterations so far are kept."
+        )
     return "\n".join(
         [f"`{line}`", "The investigation needs you before it can go on.",
          f"Why: {decision.reason}", *held]

@@ -82,7 +82,7 @@ def next_step(
     if natural.is_exit:
         return natural
     if elapsed_seconds is not None and elapsed_seconds >= t.wall_clock_minutes * 60:
-        return Decision("exit_timeout", f"wall clock of {t.wall_clock_minutes:g} min used up")
+        return wall_clock_used_up(t)
     if natural.action == "continue":
         if _stalled(history, verdict, t):
             return Decision(
@@ -94,6 +94,23 @@ def next_step(
         if iterations(history, verdict) >= t.max_iterations:
             return Decision("exit_timeout", f"iteration budget of {t.max_iterations} used up")
     return natural
+
+
+def wall_clock_used_up(t: InvestigationThresholds, *, cut: str | None = None) -> Decision:
+    """The ``timeout`` exit on the wall clock (``wall_clock_minutes``), checked between
+    iterations and, through the deadline every model call gets (``CaseRunner.deadline``),
+    inside one: a call still running when the wall clock runs out (a stalled stream, a model
+    that never answers) is cut there (``cut``: its role) instead of waiting for its own
+    900 s limit."""
+    reason = f"wall clock of {t.wall_clock_minutes:g} min used up"
+    if cut is None:
+        return Decision("exit_timeout", reason)
+    return Decision(
+        "exit_timeout",
+        f"{reason}: the {cut} call was still running and was cut at it (the model service "
+        "answered too slowly or its stream stalled)",
+        exit_note=f"{cut} call cut at the wall clock",
+    )
 
 
 def _points(history: Sequence[Verdict], verdict: Verdict) -> list[tuple[int, int]]:

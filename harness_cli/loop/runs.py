@@ -9,7 +9,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -92,6 +92,15 @@ _HINTS: dict[Unavailable, str] = {
 }
 
 
+class WallClockCut(ServiceError):
+    """A call cut because the run's wall clock ran out while it ran (``CaseRunner.deadline``):
+    the loop ends with its ``timeout`` exit (``rules.wall_clock_used_up``), not ``failed``."""
+
+    def __init__(self, role: str, detail: str) -> None:
+        super().__init__(f"the {role} call was cut at the run's wall clock: {detail[:200]}")
+        self.role = role
+
+
 def _hint(kind: Unavailable, case: str) -> str:
     return _HINTS[kind].format(case=case)
 
@@ -171,6 +180,9 @@ class CaseRunner:
     """The project's evidence paths; the roles that may read them get them (agents.policy)."""
     tool_uses: list[ToolUse] = field(default_factory=list)
     """Tool calls since the last ``take_tools``."""
+    deadline: float | None = None
+    """``time.monotonic()`` at which the run's wall clock runs out (the loop sets it): no call
+    runs past it, whatever its own ``timeout_s``."""
 
     def __call__(self, role: str, prompt: str, *, context: str = "") -> str:
         """``context``: what stays the same for every call of this role in the case (the
@@ -225,6 +237,10 @@ class CaseRunner:
         if self.status is not None:
             self.status.start(role)
         started = time.monotonic()
+        cut = self.deadline is not None and self.deadline - started < req.timeout_s
+        if cut:
+            assert self.deadline is not None
+            req = replace(req, timeout_s=max(1.0, self.deadline - started))
         try:
             result = self.runtime.run(req)
         except ConfigError as exc:  # no claude binary, no API key: nothing could be asked
@@ -254,6 +270,9 @@ class CaseRunner:
         event(log, "model_call", **{k: v for k, v in asdict(record).items() if k != "tools"})
         if result.reverted:
             event(log, "writes_reverted", logging.WARNING, role=role, files=result.reverted)
+        if cut and result.stop == "timeout":
+            event(log, "model_call_cut", logging.WARNING, role=role, timeout_s=req.timeout_s)
+            raise WallClockCut(role, result.error or "killed on its wall clock")
         failure = unavailable(role, result, self.case_dir.name)
         if failure is not None:
             event(log, "model_unavailable", logging.ERROR, role=role, kind=failure.kind,

@@ -120,6 +120,11 @@ def consolidate_case(
     chosen = batch(pending, limits.consolidate_input_budget_chars)
     result.transcripts = [t.path.name for t in chosen]
     task_path = folder / "TASK.md"
+    written = _written_before(task_path, pending)
+    if written is not None:  # a killed run wrote TASK.md: finish its tail, ask no model again
+        chosen, result.bytes_before, result.bytes_after, result.saved, into = written
+        result.transcripts = [t.path.name for t in chosen]
+        return _mark(cfg, case_id, folder, result, chosen, into)
     old = task_path.read_text(encoding="utf-8") if task_path.exists() else ""
     result.bytes_before = len(old.encode())
     ask = runner or _runner(cfg, folder, case.project, limits)
@@ -146,11 +151,59 @@ def consolidate_case(
             atomic_write_text(backup, old)
             result.saved = str(backup.relative_to(folder))
         atomic_write_text(task_path, proposed)
-    into = f"TASK.md@{hashlib.sha256(proposed.encode()).hexdigest()[:12]}"
+    into = _into(proposed)
+    _checkpoint("task_written", {"into": into, "result": result.to_json()})
+    return _mark(cfg, case_id, folder, result, chosen, into)
+
+
+def _into(task_md: str) -> str:
+    return f"TASK.md@{hashlib.sha256(task_md.encode()).hexdigest()[:12]}"
+
+
+def _written_before(
+    task_path: Path, pending: list[Transcript]
+) -> tuple[list[Transcript], int, int, str | None, str] | None:
+    """What the dead run this one resumes wrote: its ``task_written`` checkpoint, if TASK.md is
+    still the one it wrote and its transcripts are still unmarked (then only the marking, the
+    record and the commit are left)."""
+    from harness_cli.obligations import journal
+
+    run = journal.current()
+    done = run.recall("task_written") if run is not None else None
+    if not isinstance(done, dict) or (run is not None and run.recall("marked")):
+        return None
+    current = task_path.read_text(encoding="utf-8") if task_path.exists() else ""
+    if _into(current) != done.get("into"):
+        return None  # TASK.md moved on since: consolidate afresh
+    before = done.get("result") or {}
+    names = set(before.get("transcripts") or [])
+    chosen = [t for t in pending if t.path.name in names]
+    if not chosen:
+        return None
+    return (
+        chosen,
+        int(before.get("bytes_before", 0)),
+        int(before.get("bytes_after", 0)),
+        before.get("saved"),
+        str(done["into"]),
+    )
+
+
+def _mark(
+    cfg: Config,
+    case_id: str,
+    folder: Path,
+    result: Consolidation,
+    chosen: list[Transcript],
+    into: str,
+) -> Consolidation:
+    """The tail of a written consolidation: transcripts marked, the consolidation remembered,
+    the case folder committed."""
     now = clock.now()
     transcripts.mark_consolidated(chosen, now, into)
     result.outcome = "written"
     _remember(case_id, folder, result, now, refused=False)
+    _checkpoint("marked")
     event(
         log,
         "consolidation_written",
@@ -166,6 +219,14 @@ def consolidate_case(
         only=[folder],
     )
     return result
+
+
+def _checkpoint(name: str, value: Any = True) -> None:
+    from harness_cli.obligations import journal
+
+    run = journal.current()
+    if run is not None:
+        run.checkpoint(name, value)
 
 
 def _refuse(

@@ -1,6 +1,7 @@
 """What poll-slack (every minute) and mr-monitor (every ten) do for the obligations after their
-own work: deliver what is owed, re-dispatch the workflow runs a kill left stranded, forget what
-is old. Each step is bounded and never fails the cycle that runs it."""
+own work: deliver what is owed, re-dispatch the workflow runs a kill left stranded (and the
+payloads whose run never began), forget what is old. Each step is bounded and never fails
+the cycle that runs it."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def tend(
     cfg: Config, out: Outbound | None, *, backend: Backend, gitlab: GitLab | None = None
 ) -> list[str]:
     """Returns lines for the cycle's result."""
-    from harness_cli.obligations import adopt, flush, journal, ledger
+    from harness_cli.obligations import adopt, flush, journal, ledger, unbegun
 
     lines: list[str] = []
     limits = cfg.harness.obligations
@@ -36,6 +37,10 @@ def tend(
         lines += adopt.stranded_runs(cfg, out, backend=backend)
     except HarnessError as exc:
         event(log, "stranded_runs_failed", logging.WARNING, error=exc.line())
+    try:
+        lines += unbegun.unbegun_payloads(cfg, out, backend=backend)
+    except HarnessError as exc:
+        event(log, "unbegun_payloads_failed", logging.WARNING, error=exc.line())
     ledger.prune_done(limits.outbox_keep_done_days)
     journal.prune(limits.outbox_keep_done_days)
     return lines

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from harness_cli import clock
 from harness_cli.errors import ServiceError
+from harness_cli.faults import crash_point
 from harness_cli.logs import event
 from harness_cli.obligations import ledger, scope
 from harness_cli.obligations.ledger import Obligation
@@ -84,6 +85,7 @@ def _attempt(client: GitLab, ob: Obligation, send: Callable[[str], None]) -> Non
             return
         ob.inflight, ob.attempts, ob.last_attempt_at = True, ob.attempts + 1, clock.now()
         ledger.save(ob)
+        crash_point("outbox.note_attempting")
         try:
             send(ob.text)
         except ServiceError as exc:
@@ -96,6 +98,7 @@ def _attempt(client: GitLab, ob: Obligation, send: Callable[[str], None]) -> Non
                 limit=ObligationThresholds().outbox_max_attempts,
             )  # fmt: skip
             raise
+        crash_point("outbox.note_landed")
         _done(ob)
 
 

@@ -131,6 +131,11 @@ def _path(workflow: str, case_id: str, identity: str) -> Path:
     return root() / f"{workflow}-{case_id}-{_digest(identity)}.json"
 
 
+def record_path(workflow: str, case_id: str, identity: str) -> Path:
+    """Where the run of that identity is recorded (it exists once the run began)."""
+    return _path(workflow, case_id, identity)
+
+
 def identity_of(workflow: str, payload: Any | None, args: dict[str, Any] | None) -> str:
     """The work a run is: its payload (its key, else its file), or what was typed."""
     if payload is not None:

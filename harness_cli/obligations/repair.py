@@ -1,7 +1,8 @@
 """What every workflow run does around its work, so that a run killed at any point leaves
-nothing the next one does not finish: before — commit what a dead run left in the case folder,
-undo what a dead agent changed where it must not (:mod:`harness_cli.agents.guard`), deliver
-what the case is still owed; after — commit what this run wrote (its case files are durable
+nothing the next one does not finish: before — undo what a dead agent changed where it must
+not (:mod:`harness_cli.agents.guard`), commit what a dead run left in the case folder, read
+what other machines pushed (a stale clone acts on the latest state), deliver what the case is
+still owed; after — commit what this run wrote (its case files are durable
 state, committed and pushed at every change: CONTRACT §3)."""
 
 from __future__ import annotations
@@ -16,15 +17,20 @@ from harness_cli.logs import event
 log = logging.getLogger("harness.runs")
 
 
-def before_run(cfg: Config, case_id: str, *, workflow: str) -> list[str]:
-    """Repairs at the start of a run on ``case_id``; returns what was done (for the logs)."""
+def before_run(cfg: Config, case_id: str, *, workflow: str, commit: bool = True) -> list[str]:
+    """Repairs at the start of a run on ``case_id``; returns what was done (for the logs).
+    The guard's repairs come first and always — a dry run (``commit=False``: nothing committed,
+    nothing posted) must not read a ticket or a template a dead run's agent changed either."""
     done: list[str] = []
     from harness_cli.agents import guard
 
     done += [f"restored {p}" for p in guard.repair_left_behind(case_id)]
-    if commit_case(cfg, case_id, f"{workflow}: what an interrupted run left"):
-        done.append("committed what an earlier run left")
-    done += flush_case(cfg, case_id)
+    if commit and commit_case(cfg, case_id, f"{workflow}: what an interrupted run left"):
+        done.append("committed what an earlier run left")  # that sync brought the remote in
+    elif commit and refresh(cfg):
+        done.append("read what other machines pushed")
+    if commit:
+        done += flush_case(cfg, case_id)
     if done:
         event(log, "run_repairs", case_id=case_id, workflow=workflow, repairs=done)
     return done
@@ -49,6 +55,22 @@ def commit_case(cfg: Config, case_id: str, why: str) -> bool:
         )
     except HarnessError as exc:
         event(log, "case_commit_failed", logging.WARNING, case_id=case_id, error=exc.line())
+        return False
+
+
+def refresh(cfg: Config) -> bool:
+    """The latest case state from the workspace remote before the run reads it; a remote that
+    cannot be reached is logged and the run goes on (the next sync merges by the transition
+    rules all the same)."""
+    from harness_cli.errors import StateConflict
+    from harness_cli.workspace import registry
+
+    try:
+        return registry.refresh(cfg.harness.thresholds)
+    except StateConflict:
+        raise
+    except HarnessError as exc:
+        event(log, "workspace_pull_failed", logging.WARNING, error=exc.line())
         return False
 
 

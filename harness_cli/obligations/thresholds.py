@@ -27,3 +27,8 @@ class ObligationThresholds(BaseModel):
     run_resume_grace_seconds: float = Field(30.0, ge=0)
     """A run whose process died is re-dispatched by a cycle only once it has been dead this
     long (a run that is just exiting has not written its end yet)."""
+    payload_start_grace_seconds: float = Field(600.0, gt=0)
+    """A dispatched payload whose run has not recorded its start this long after the payload
+    was written (its process died at start-up, its unit or pipeline was lost) is dispatched
+    again, once, as a resume (:mod:`harness_cli.obligations.unbegun`). Longer than a CI
+    pipeline waits for a runner."""

@@ -10,6 +10,9 @@ Faults come from the base queue; ``status`` faults answer in the API's error sha
 ``midstream_error`` fault starts a 200 stream, breaks off inside the first block and sends an
 ``event: error`` (``overloaded_error`` unless ``body`` names another type); a non-streaming
 request hit by it gets a plain 529. Its prompt still counts in the usage, as a processed one.
+A ``midstream_stall`` fault starts the stream the same way, then sends nothing more for
+``seconds`` and closes it unfinished (a non-streaming request waits as long, then gets a 529):
+a broken stream that neither errors nor ends, as a wedged proxy or an overloaded API gives.
 """
 
 from __future__ import annotations
@@ -218,7 +221,7 @@ class AnthropicEmulator(Emulator):
         return self.error(404, f"Not found: {req.method} {req.path}")
 
     def fault_response(self, fault: Fault, req: Request) -> Response:
-        if fault.kind == "midstream_error":
+        if fault.kind in ("midstream_error", "midstream_stall"):
             return self._messages(req, fault)
         status = fault.status
         body = fault.body
@@ -272,6 +275,8 @@ class AnthropicEmulator(Emulator):
             return self.error(400, "max_tokens: Input should be a positive integer")
         stream = bool(body.get("stream"))
         if fault is not None and not stream:
+            if fault.kind == "midstream_stall":
+                self.halted.wait(fault.seconds)
             return self.error(529, "Overloaded")
         try:
             usage = self.cache.account(body)
@@ -355,6 +360,9 @@ class AnthropicEmulator(Emulator):
             for piece in pieces:
                 delta = {"type": "content_block_delta", "index": index, "delta": piece}
                 yield _sse("content_block_delta", delta)
+                if fault is not None and fault.kind == "midstream_stall":
+                    self.halted.wait(fault.seconds)
+                    return  # closed without an end: no content_block_stop, no message_stop
                 if fault is not None:
                     yield self._midstream(fault)
                     return

@@ -153,6 +153,8 @@ class Emulator:
         self.faults: list[Fault] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.halted = threading.Event()
+        """Set by ``stop()``: a fault that stalls an answer waits on it, not on a bare sleep."""
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
@@ -162,6 +164,7 @@ class Emulator:
             pass
 
         Handler.emulator = emulator
+        self.halted.clear()
         server = _Server((host, port), Handler)
         server.daemon_threads = True
         self._server = server
@@ -176,6 +179,7 @@ class Emulator:
         return self.url
 
     def stop(self) -> None:
+        self.halted.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -121,6 +121,30 @@ def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None
     return result.committed
 
 
+def refresh(thresholds: Thresholds) -> bool:
+    """Bring in what other machines pushed to the workspace remote, before a run acts on a
+    case: a stale clone must not investigate a case another machine closed (the merge rules
+    would refuse its move at the next sync — after its model calls and its posts). Returns
+    whether anything came in. A local move the merge refuses ends the run (StateConflict)."""
+    from harness_cli.workspace import gitsync
+
+    root = paths.workspace()
+    if not (root / ".git").exists():
+        return False
+    result = gitsync.pull(
+        root, paths.locks_dir(), stale_lock_seconds=thresholds.stale_index_lock_seconds
+    )
+    event(system_log, "workspace_pulled", logging.INFO, before=result.before, after=result.after,
+          skipped=result.skipped)  # fmt: skip
+    if result.refused:
+        event(log, "case_transition_refused", logging.WARNING, refused=result.refused)
+        raise StateConflict(
+            "; ".join(result.refused),
+            hint="the other machine's state stands; `harness case show` for the case's history",
+        )
+    return result.updated
+
+
 def open_case(
     thresholds: Thresholds,
     *,
