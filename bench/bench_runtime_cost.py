@@ -11,9 +11,11 @@ same table for both runtimes, until #18's cost meter lands. The claude CLI's own
 ``total_cost_usd`` and the harness's logged figure are shown beside it as a cross-check.
 
 Goal: claude-code ≤ 2× anthropic per ticket (total), cache reads ≥ 80 % of the input from the
-second request of a ticket on. Beside it, the share from each role's second request on: a
-role's first request in a ticket writes its own tools and system (the roles' tool sets differ
-by policy), and a prompt under the model's minimum cacheable length is never cached at all.
+second request of a ticket on. Beside it, the share from each role's second request on, and
+over the requests whose tools + system reach the model's minimum cacheable length (below it
+the API caches nothing). The case's roles share one prefix (tools, framing, SOP/KB); the
+reviewers have their own (read-only tools, no SOP or KB: their isolation), and so have the
+roles with a shell (the Bash tool, the CLI's own guidance).
 ``BENCH_CASES=a,b`` limits the eval cases (``none``: the demo only); the claude CLI's share
 needs `make claude-cli`.
 """
