@@ -11,9 +11,11 @@ same table for both runtimes, until #18's cost meter lands. The claude CLI's own
 ``total_cost_usd`` and the harness's logged figure are shown beside it as a cross-check.
 
 Goal: claude-code ≤ 2× anthropic per ticket (total), cache reads ≥ 80 % of the input from the
-second request of a ticket on. Beside it, the share from each role's second request on: a
-role's first request in a ticket writes its own tools and system (the roles' tool sets differ
-by policy), and a prompt under the model's minimum cacheable length is never cached at all.
+second request of a ticket on. Beside it, the share from each role's second request on, and
+over the requests whose tools + system reach the model's minimum cacheable length (below it
+the API caches nothing). The case's roles share one prefix (tools, framing, SOP/KB); the
+reviewers have their own (read-only tools, no SOP or KB: their isolation), and so have the
+roles with a shell (the Bash tool, the CLI's own guidance).
 ``BENCH_CASES=a,b`` limits the eval cases (``none``: the demo only); the claude CLI's share
 needs `make claude-cli`.
 """
@@ -35,6 +37,10 @@ sys.path.insert(0, str(REPO))
 from harness_cli.agents.runtime import Usage, cost_usd  # noqa: E402
 from harness_cli.investigation.library import check, load_library  # noqa: E402
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator  # noqa: E402
+from harness_cli.sandbox.anthropic_usage import (  # noqa: E402
+    count_input_tokens,
+    min_cacheable_tokens,
+)
 from harness_cli.sandbox.demo import run_demo  # noqa: E402
 from harness_cli.sandbox.model_script import RequestView  # noqa: E402
 from harness_cli.sandbox.prompt_prefix import read_log  # noqa: E402
@@ -58,6 +64,10 @@ class Ticket:
     role_read: float = 0.0
     """Share read from the cache from each role's second request on: a role's first request
     writes its own tools and system (each role has its own tool set and rules)."""
+    above_read: float | None = None
+    """Share read from the cache from the second request on, over the requests whose tools
+    and system reach the model's minimum cacheable length (None: no such request). Below it
+    the API caches nothing, whatever the layout: the prompts are not padded to get there."""
     logged_usd: float = 0.0
     ok: bool = True
 
@@ -75,20 +85,32 @@ def measure(name: str, runtime: str, records: list[dict[str, Any]]) -> Ticket:
     """A ticket's figures from its logged requests (usage as the emulator answered it)."""
     ticket = Ticket(name, runtime, requests=len(records), usage=Usage())
     assert ticket.usage is not None
-    later, again = Usage(), Usage()
+    later, again, above = Usage(), Usage(), Usage()
     roles: set[str] = set()
+    cacheable = 0
     for n, record in enumerate(records):
         usage = Usage.from_api(record["usage"])
+        model = str(record["body"].get("model") or "")
         ticket.usage.add(usage)
-        ticket.usd += cost_usd(str(record["body"].get("model") or ""), usage)
+        ticket.usd += cost_usd(model, usage)
         if n:
             later.add(usage)
+            if count_input_tokens({**record["body"], "messages": []}) >= min_cacheable_tokens(
+                model
+            ):
+                above.add(usage)
+                cacheable += 1
         role = RequestView.from_body(record["body"]).role
         if role in roles:
             again.add(usage)
         roles.add(role)
     ticket.later_read, ticket.role_read = _read_share(later), _read_share(again)
+    ticket.above_read = _read_share(above) if cacheable else None
     return ticket
+
+
+def _pct(share: float | None) -> str:
+    return "n/a (no request above the minimum)" if share is None else f"{share:.1%}"
 
 
 def _read_share(u: Usage) -> float:
@@ -199,6 +221,18 @@ def main() -> None:
             f"{tickets[runtime][0].role_read:.1%}; the eval cases median "
             f"{again[len(again) // 2]:.1%}, lowest {again[0]:.1%}; "
             f"{sum(1 for r in again if r < GOAL_READ)}/{len(mine)} under {GOAL_READ:.0%}"
+        )
+        above = sorted(t.above_read for t in mine if t.above_read is not None)
+        demo_above = tickets[runtime][0].above_read
+        print(
+            f"  {'':<11} over the requests whose tools + system reach the model's minimum "
+            f"cacheable length: the demo {_pct(demo_above)}; the eval cases "
+            + (
+                f"median {above[len(above) // 2]:.1%}, lowest {above[0]:.1%} ({len(above)}/"
+                f"{len(mine)} cases have such requests)"
+                if above
+                else f"none of {len(mine)} has such a request"
+            )
         )
     bad = [f"{t.runtime}/{t.name}" for r in runtimes for t in tickets[r] if not t.ok]
     print(f"  tickets that did not end as expected: {', '.join(bad) or 'none'}")

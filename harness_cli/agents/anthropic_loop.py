@@ -141,7 +141,7 @@ class AnthropicRuntime:
         if not SESSION_ID.match(session_id):
             raise ConfigError(f"session id {session_id!r} is not a plain name")
         messages = self._load(session_id) if req.resume else []
-        prompt = [{"type": "text", "text": b} for b in prompt_layout.user_blocks(req)]
+        prompt = prompt_layout.user_content(req, cache=self.prompt_cache)
         if messages and messages[-1]["role"] == "user":  # resumed after tool results
             messages[-1]["content"].extend(prompt)
         else:
@@ -346,19 +346,15 @@ def _effect(offered: Mapping[str, tools.ToolContract], call: dict[str, Any]) -> 
 
 
 def _system(req: RunRequest, *, cache: bool = True) -> list[dict[str, Any]]:
-    """The system parts in cache order (``prompt_layout``), one block each, with breakpoints
-    after the shared prefix (every role of the project with the same tools), after the role's
-    context (every call of that role in the case) and after the role's rules."""
-    shared = [prompt_layout.FRAMING, *(b for b in req.cache_prefix if b)]
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": b} for b in shared]
-    marks = [len(blocks) - 1]
-    for own in (req.context, req.system):
-        if own:
-            blocks.append({"type": "text", "text": own})
-            marks.append(len(blocks) - 1)
+    """The case's prefix (``prompt_layout.system_parts``), one block each, with a breakpoint
+    on the last: every role given that prefix, in every call of the case, reads it from the
+    cache. The role's own framing carries the next breakpoint (``prompt_layout.user_content``),
+    the conversation's last block the third (``_with_breakpoint``)."""
+    blocks: list[dict[str, Any]] = [
+        {"type": "text", "text": b} for b in prompt_layout.system_parts(req)
+    ]
     if cache:
-        for i in marks:
-            blocks[i]["cache_control"] = EPHEMERAL
+        blocks[-1]["cache_control"] = EPHEMERAL
     return blocks
 
 

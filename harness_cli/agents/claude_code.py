@@ -117,10 +117,10 @@ class ClaudeCodeRuntime:
         return path
 
     def command(self, binary: Path, req: RunRequest, *, settings: Path | None = None) -> list[str]:
-        # The prompt goes right after -p: the variadic options below would swallow it. Its
-        # run facts come first, the role's prompt after (``prompt_layout.user_text``).
-        args = [str(binary), "-p", prompt_layout.user_text(req), "--output-format", "stream-json"]
-        args += ["--verbose", *self.permissions(req, settings)]
+        # The prompt comes on stdin as one stream-json user message (``user_message``): its
+        # blocks reach the model as they are, the breakpoint after the role's framing too.
+        args = [str(binary), "-p", "--input-format", "stream-json", "--output-format"]
+        args += ["stream-json", "--verbose", *self.permissions(req, settings)]
         args += ["--max-turns", str(req.max_turns)]
         # Only the built-in tools the harness's own loop would offer: the CLI's other two
         # dozen (agents, cron, tasks, web…) cost ~17k tokens of definitions on every call.
@@ -140,6 +140,12 @@ class ClaudeCodeRuntime:
         if self.model:
             args += ["--model", self.model]
         return args
+
+    @staticmethod
+    def user_message(req: RunRequest) -> bytes:
+        """The run's one stdin line: the user turn's blocks (``prompt_layout.user_content``)."""
+        message = {"role": "user", "content": prompt_layout.user_content(req)}
+        return (json.dumps({"type": "user", "message": message}) + "\n").encode()
 
     @staticmethod
     def system_prompt(req: RunRequest) -> list[str]:
@@ -227,7 +233,7 @@ class ClaudeCodeRuntime:
                 lifetime.die_with_parent(self.command(binary, req, settings=settings)),
                 cwd=req.workdir,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # its own process group: a kill takes its tools with it
@@ -237,6 +243,9 @@ class ClaudeCodeRuntime:
             raise
         watchdog.guard(proc.pid)
         guard.record_process(proc.pid, lifetime.start_time(proc.pid))
+        # Written from a thread: a prompt larger than the pipe's buffer must not hold this
+        # one before ``_follow`` reads the CLI's output and starts its wall clock.
+        threading.Thread(target=_send, args=(proc, self.user_message(req)), daemon=True).start()
         try:
             return self._follow(proc, stream, req)
         finally:
@@ -269,6 +278,16 @@ class ClaudeCodeRuntime:
         drain.join(timeout=2)
         tail = "".join(stderr)[-STDERR_KEEP:]
         return stream.finish(code, killed.is_set(), tail)
+
+
+def _send(proc: subprocess.Popen[bytes], line: bytes) -> None:
+    """The prompt, then end of input: the CLI answers it and exits (a CLI that died before
+    reading it is reported by ``_follow`` from its exit and its stderr)."""
+    assert proc.stdin is not None
+    with contextlib.suppress(BrokenPipeError, OSError):
+        proc.stdin.write(line)
+    with contextlib.suppress(BrokenPipeError, OSError):
+        proc.stdin.close()
 
 
 def _api_key() -> str | None:

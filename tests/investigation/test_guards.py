@@ -116,8 +116,10 @@ def test_a_short_slate_is_sent_back_and_a_tampered_lock_is_reported(inv: Investi
     # the original slate is back, and it is what the investigator is shown
     assert json.loads((case / "kickoff_precommitment.json").read_text()) == json.loads(original)
     last = inv.requests("investigator")[-1]
-    assert "the customer misread the invoice" not in json.dumps(last.get("system", ""))
-    assert "the threshold comparison excludes exactly 10 units" in json.dumps(last["system"])
+    # the locked slate is part of the role's framing: the user turn's first part (#22)
+    shown = json.dumps([last.get("system", ""), last["messages"][0]["content"]])
+    assert "the customer misread the invoice" not in shown
+    assert "the threshold comparison excludes exactly 10 units" in shown
     inv.assert_no_bash()
 
 

@@ -9,6 +9,7 @@ costs the harness's own loop (on main: ~13x)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -113,6 +114,45 @@ def test_a_roles_next_call_in_another_folder_reads_its_whole_prefix_from_the_cac
         )
         assert result.stop == "end_turn", result.error
     _assert_second_reads_its_whole_prefix(emu)
+
+
+ROLE_CONTEXT = "\n".join(f"Ticket line {i}: 10 units at 5.00 charged 50.00." for i in range(60))
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_another_roles_first_call_in_the_case_reads_the_shared_prefix(
+    runtime: str, emu: AnthropicEmulator, tmp_path: Path
+) -> None:
+    """precommit, then the investigator, in one case: each with its own framing (context,
+    rules), the same SOP/KB. The investigator's first call reads the tools and the system
+    prompt precommit wrote — its framing comes after them — and its next round its framing."""
+    case = _folder(tmp_path / "workspace" / "cases" / "AAA-101")
+    calls = [("precommit", "", "the slate"), ("investigator", ROLE_CONTEXT, "iteration 1")]
+    calls.append(("investigator", ROLE_CONTEXT, "iteration 2, with guard notes"))
+    for role, context, prompt in calls:
+        result = build_runtime(runtime).run(
+            RunRequest(
+                role=role,
+                prompt=f"[harness-role: {role}] {prompt}",
+                workdir=case,
+                allowed_root=case,
+                disallowed_tools=("Bash",),
+                cache_prefix=(SOP,),
+                context=context,
+                system=f"The {role}'s standing rules.",
+            )
+        )
+        assert result.stop == "end_turn", result.error
+    bodies = _bodies(emu)
+    assert bodies[0].get("tools") == bodies[1].get("tools")
+    assert bodies[0].get("system") == bodies[1].get("system"), "the system prompt changed"
+    assert ROLE_CONTEXT not in json.dumps(bodies[1].get("system"))
+    read, prefix = emu.calls[1].usage["cache_read_input_tokens"], _prefix_tokens(bodies[1])
+    assert prefix >= min_cacheable_tokens(str(bodies[1]["model"]))
+    assert read >= prefix, (read, prefix)
+    # the next round of the role: its framing too, whatever its prompt says
+    framing = len(ROLE_CONTEXT) // 4
+    assert emu.calls[2].usage["cache_read_input_tokens"] >= prefix + framing
 
 
 @pytest.mark.skipif(

@@ -357,12 +357,17 @@ def test_the_claude_command_line(root: Path) -> None:
         session_id="abc",
     )
     args = ClaudeCodeRuntime(model="m1").command(Path("/bin/claude"), req)
-    # the prompt, then this run's own facts: the working directory stays out of the system
-    # prompt, which is the same for every call of the role in the case (prompt_layout)
+    # the prompt comes on stdin, one stream-json user message: the role's framing (its rules)
+    # with a breakpoint, this run's own facts, the prompt — the working directory and the
+    # role stay out of the system prompt, the same for every role of the case (prompt_layout)
     assert args[:2] == ["/bin/claude", "-p"]
-    facts, prompt = args[2].split("\n\n")
-    assert prompt == "[harness-role: investigator] look"
-    assert facts.startswith(f"Working directory: {root}\nWritable folder: {root} ")
+    assert args[args.index("--input-format") + 1] == "stream-json"
+    line = json.loads(ClaudeCodeRuntime.user_message(req))
+    assert line["type"] == "user" and line["message"]["role"] == "user"
+    framing, facts, prompt = line["message"]["content"]
+    assert framing == {"type": "text", "text": "extra", "cache_control": {"type": "ephemeral"}}
+    assert prompt == {"type": "text", "text": "[harness-role: investigator] look"}
+    assert facts["text"].startswith(f"Working directory: {root}\nWritable folder: {root} ")
     assert args[args.index("--output-format") + 1] == "stream-json" and "--verbose" in args
     # every run edits only inside its folder (acceptEdits) and reads only its roots: no
     # blanket Read allow, the shell and the Slack writes denied by the one policy
@@ -376,7 +381,7 @@ def test_the_claude_command_line(root: Path) -> None:
     assert any(d.startswith("Read(//") and d.endswith(".ssh/**)") for d in denied)
     # a role without a shell: the harness's framing replaces the CLI's system prompt, and only
     # the built-in tools the harness's own loop would offer it are sent
-    assert args[args.index("--system-prompt") + 1] == f"{FRAMING}\n\nSOP\n\nKB\n\nextra"
+    assert args[args.index("--system-prompt") + 1] == f"{FRAMING}\n\nSOP\n\nKB"
     assert "--append-system-prompt" not in args
     assert args[args.index("--tools") + 1] == "Read,Glob,Grep,Write,Edit"
     assert args[args.index("--mcp-config") + 1] == str(root / "mcp.json")
@@ -392,7 +397,9 @@ def test_the_claude_command_line(root: Path) -> None:
     )
     resumed = ClaudeCodeRuntime().command(Path("c"), resumed_req)
     assert "--session-id" not in resumed
-    assert resumed[2] == "[harness-role: x] go"  # the facts were given in its first turn
+    # the facts were given in its first turn
+    [only] = json.loads(ClaudeCodeRuntime.user_message(resumed_req))["message"]["content"]
+    assert only == {"type": "text", "text": "[harness-role: x] go"}
     assert resumed[resumed.index("--resume") + 1] == "abc"
     os.environ.update(ANTHROPIC_API_KEY="sk-ant-contract", GITLAB_TOKEN="glpat-contract0000")
     try:
