@@ -170,13 +170,15 @@ def day_tally(day: date | None = None) -> Tally:
     return tally
 
 
-GROUPS = ("day", "project", "case", "workflow", "role", "model")
+GROUPS = ("day", "project", "case", "workflow", "role", "model", "iteration")
+"""``iteration``: an investigation iteration of one case, keyed ``CASE #N``; calls made outside
+any iteration (a review, a dev-agent run) sum under ``-``."""
 
 
 @dataclass
 class Report:
     """``harness cost``'s answer: the total and the same sums per day, project, case,
-    workflow, role and model."""
+    workflow, role, model and iteration."""
 
     since: str | None
     total: Tally = field(default_factory=Tally)
@@ -195,7 +197,9 @@ class Report:
         }
 
 
-_KEYS = ("project", "case", "workflow", "role", "model")
+_KEYS = ("project", "case", "workflow", "role", "model", "iteration")
+_INDEX_VERSION = 2
+"""Bumped when a cell's key changes: an index of another version is rebuilt."""
 _FIELDS = ("in", "out", "cw", "cr", "usd")
 Cell = list[float]
 """calls, in, out, cw, cr, usd of one (day, project, case, workflow, role, model)."""
@@ -212,7 +216,7 @@ def _cells(path: Path, low: str, high: str, report: Report) -> dict[tuple[str, .
     if whole and path.stem < today:
         with contextlib.suppress(OSError, ValueError, TypeError):
             cached = json.loads(index.read_text(encoding="utf-8"))
-            if cached["stamp"] == stamp:
+            if cached["stamp"] == stamp and cached.get("v") == _INDEX_VERSION:
                 report.unreadable_lines += int(cached.get("unreadable", 0))
                 return {tuple(k): v for k, v in cached["cells"]}
     cells: dict[tuple[str, ...], Cell] = {}
@@ -228,6 +232,7 @@ def _cells(path: Path, low: str, high: str, report: Report) -> dict[tuple[str, .
             str(g("workflow") or "-"),
             str(g("role") or "-"),
             str(g("model") or "-"),
+            _iteration(g("case"), g("iteration")),
         )  # = _KEYS, in order
         cell = cells.get(key)
         if cell is None:
@@ -242,12 +247,16 @@ def _cells(path: Path, low: str, high: str, report: Report) -> dict[tuple[str, .
     if whole and path.stem < today:
         with contextlib.suppress(OSError):
             index.parent.mkdir(exist_ok=True)
-            data = {"stamp": stamp, "unreadable": unreadable,
+            data = {"v": _INDEX_VERSION, "stamp": stamp, "unreadable": unreadable,
                     "cells": [[list(k), v] for k, v in cells.items()]}  # fmt: skip
             tmp = index.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(data), encoding="utf-8")
             os.replace(tmp, index)
     return cells
+
+
+def _iteration(case: Any, iteration: Any) -> str:
+    return "-" if iteration is None or iteration == "" else f"{case or '-'} #{iteration}"
 
 
 def _parse(data: bytes) -> tuple[list[dict[str, Any]], int]:
@@ -305,11 +314,12 @@ def totals(
         low = since.isoformat(timespec="seconds") if since and day == first else ""
         high = until.isoformat(timespec="seconds") if until and day == last else ""
         for key, cell in _cells(path, low, high, report).items():
-            p, c, w, r, m = key
+            p, c, w, r, m, i = key
             if (project and p != project) or (case and c != case) or (workflow and w != workflow):
                 continue
             for name, label in (("day", day), ("project", p), ("case", c), ("workflow", w),
-                                ("role", r), ("model", m), ("", "")):  # fmt: skip
+                                ("role", r), ("model", m), ("iteration", i),
+                                ("", "")):  # fmt: skip
                 acc = sums[name].get(label) if name else total
                 if acc is None:
                     acc = sums[name][label] = [0, 0, 0, 0, 0, 0.0]
