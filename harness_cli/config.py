@@ -315,7 +315,7 @@ def _parsed(text: str) -> Any:
     if text not in _PARSED:
         if len(_PARSED) > 64:
             _PARSED.clear()
-        _PARSED[text] = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+        _PARSED[text] = yaml.load(text, Loader=_LOADER)
     return copy.deepcopy(_PARSED[text])
 
 

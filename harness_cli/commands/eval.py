@@ -1,5 +1,6 @@
 """harness eval [SUITE…] [--runs N] [--ablate COMPONENT] [--matrix] [--runtime …] [--json]
-[--overlay REPO] [--baseline FILE] and harness eval export CASE — eval suites on the embedded emulators."""
+[--overlay REPO] [--baseline FILE] and harness eval export CASE — eval suites on the embedded
+emulators."""
 
 from __future__ import annotations
 

@@ -24,13 +24,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from harness_cli.sandbox.anthropic_forward import Upstream, forward
 from harness_cli.sandbox.anthropic_usage import (
     CacheControlError,
     PromptCache,
     count_input_tokens,
     output_tokens,
 )
-from harness_cli.sandbox.anthropic_forward import Upstream, forward
 from harness_cli.sandbox.httpbase import Emulator, Fault, Request, Response
 from harness_cli.sandbox.model_script import Match, RequestView, Script, load_script, match_request
 

@@ -133,9 +133,7 @@ def test_an_index_of_an_older_layout_is_rebuilt(cli: Any) -> None:
                      input_tokens=10, output_tokens=5, cache_write_tokens=0,
                      cache_read_tokens=0, usd=0.5, reported=True, seconds=0.1, at=at)  # fmt: skip
     code, out, _ = cli("cost", "--json")
-    assert json.loads(out)["data"]["by_iteration"] == {
-        "C-1 #3": json.loads(out)["data"]["total"]
-    }
+    assert json.loads(out)["data"]["by_iteration"] == {"C-1 #3": json.loads(out)["data"]["total"]}
     index = meter.log_dir() / ".index" / f"{at.date().isoformat()}.json"
     old = json.loads(index.read_text())
     old.pop("v")

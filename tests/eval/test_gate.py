@@ -55,4 +55,3 @@ def test_a_baseline_it_cannot_read_is_refused(
     path.write_text(content)
     code, out, err = cli("eval", CASE, "--baseline", str(path))
     assert code == 2 and says in err and "trials" not in out
-
