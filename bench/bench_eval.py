@@ -72,12 +72,16 @@ def summarise_log(log: Path) -> None:
     per_seed: dict[int, int] = {}
     for t in trials:
         per_seed[t.seed] = per_seed.get(t.seed, 0) + 1
-    full = max(per_seed.values(), default=0)
+    cases = runner.load(planned["suites"])
+    full = len(runner.plan(cases, runner.variants_for(cases, (), True), runs=1,
+                           runtime="anthropic"))  # fmt: skip  # trials of one seed
     whole = sorted(s for s, n in per_seed.items() if n == full)
     kept = [t for t in trials if t.seed in whole]
     cut = len(trials) - len(kept)
     print(f"{log}: {len(trials)} trials logged of {planned['runs']} seed(s) planned; "
           f"whole seeds {whole}; {cut} trial(s) of unfinished seeds left out")  # fmt: skip
+    if not kept:
+        return
     run = runner.summarise(kept, runtime="anthropic", runs=len(whole),
                            suite_names=planned["suites"], wall=0.0)  # fmt: skip
     tell(run, len(whole), float(os.environ.get("BENCH_WALL", "0") or 0),
