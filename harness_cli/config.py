@@ -7,6 +7,7 @@ a silently ignored setting) and every error names the file, the line, the field 
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass
@@ -286,8 +287,7 @@ def load_yaml_model(path: Path, model: type[M]) -> M:
             f"{path} not found", hint="run `harness init` or copy the example agent-config/"
         ) from None
     try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data = _parsed(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
@@ -300,7 +300,23 @@ def load_yaml_model(path: Path, model: type[M]) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise _explain(path, exc, root) from None
+        raise _explain(path, exc, yaml.compose(text, Loader=_LOADER)) from None
+
+
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when present: the same safe subset as ``yaml.safe_load``, ~10x faster
+(every subcommand loads the config several times; an eval trial runs several subcommands)."""
+_PARSED: dict[str, Any] = {}
+
+
+def _parsed(text: str) -> Any:
+    """``text`` parsed, remembered by its content (never stale: a changed file is new text);
+    each caller gets its own copy, so no caller's edit leaks into another's config."""
+    if text not in _PARSED:
+        if len(_PARSED) > 64:
+            _PARSED.clear()
+        _PARSED[text] = yaml.load(text, Loader=_LOADER)
+    return copy.deepcopy(_PARSED[text])
 
 
 def load_json_model(path: Path, model: type[M]) -> M:

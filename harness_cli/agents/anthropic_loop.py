@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import functools
 import json
 import logging
 import os
 import re
+import ssl
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -380,10 +382,24 @@ def _block(block: Any) -> dict[str, Any]:
 def _default_client() -> Any:
     import anthropic
 
-    client = anthropic.Anthropic(max_retries=SDK_MAX_RETRIES)
+    client = anthropic.Anthropic(
+        max_retries=SDK_MAX_RETRIES,
+        http_client=anthropic.DefaultHttpxClient(verify=_tls_context(*_tls_env())),
+    )
     if not (client.api_key or client.auth_token):
         raise ConfigError(
             "the anthropic runtime has no API key",
             hint="set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for the sandbox)",
         )
     return client
+
+
+def _tls_env() -> tuple[str | None, str | None]:
+    return os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+
+
+@functools.cache
+def _tls_context(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    """One TLS context per process (per CA setting): loading the CA store costs ~0.1 s, which
+    every model call paid again when each client built its own."""
+    return ssl.create_default_context(cafile=cafile, capath=capath)

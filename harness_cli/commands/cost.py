@@ -1,5 +1,6 @@
-"""harness cost [--since …] [--project …] [--case …] — what the model calls cost, summed from
-the cost log (``$HARNESS_HOME/logs/cost/``): total, then per day, project, case and workflow."""
+"""harness cost [--since …] [--project …] [--case …] [--by …] — what the model calls cost, summed
+from the cost log (``$HARNESS_HOME/logs/cost/``): total, then per day, project, case and workflow
+(and, with ``--by``, per role, model or investigation iteration)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def cost(
         "day,project,case,workflow",
         "--by",
         metavar="GROUPS",
-        help="Tables to print: any of day, project, case, workflow, role, model.",
+        help="Tables to print: any of day, project, case, workflow, role, model, iteration "
+        "(an investigation iteration of a case: CASE #N).",
     ),
 ) -> None:
     """Sum every recorded model call: tokens (input, output, cache write, cache read) and $."""

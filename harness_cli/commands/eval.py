@@ -1,8 +1,10 @@
 """harness eval [SUITE…] [--runs N] [--ablate COMPONENT] [--matrix] [--runtime …] [--json]
-and harness eval export CASE — eval suites on the embedded emulators."""
+[--overlay REPO] [--baseline FILE] and harness eval export CASE — eval suites on the embedded
+emulators."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,14 +25,15 @@ def evaluate(
         None,
         metavar="[SUITE]...",
         help="Shipped suites (investigation, delivery), folders "
-        "or case files. Default: investigation.",
+        "or case files. Default: investigation, or the --baseline's.",
     ),
-    runs: int = typer.Option(
-        3,
+    runs: int | None = typer.Option(
+        None,
         "--runs",
         "-n",
         min=1,
-        help="Trials per case and variant, fixed before the run (seeds 1..N).",
+        help="Trials per case and variant, fixed before the run (seeds 1..N). "
+        "Default: 3, or the --baseline's.",
     ),
     ablate: list[str] = typer.Option(
         [],
@@ -61,6 +64,20 @@ def evaluate(
         help="A folder with agent-config/ and sops/ to "
         "evaluate instead of the packaged ones (e.g. an improvement MR's worktree).",
     ),
+    overlay: Path | None = typer.Option(
+        None,
+        "--overlay",
+        metavar="REPO",
+        help="Lay this harness repo's prompts and SOPs "
+        "over the packaged config (an improvement MR's pipeline: --overlay .).",
+    ),
+    baseline: Path | None = typer.Option(
+        None,
+        "--baseline",
+        metavar="FILE",
+        help="Exit 1 when the pass rate falls below the lower end "
+        "of this baseline's 95 % interval (evals/baseline.json, or an eval.json).",
+    ),
     list_components: bool = typer.Option(False, "--list", help="List the components."),
 ) -> None:
     """Each trial runs the real subcommands (init, case new, investigate, review; or the
@@ -74,20 +91,25 @@ def evaluate(
         emit(result)
         return
     from harness_cli.errors import InputError
-    from harness_cli.eval import report, runner
+    from harness_cli.eval import report
 
     if runtime not in ("anthropic", "claude-code"):
         raise InputError(f"--runtime {runtime!r}", hint="use anthropic or claude-code")
-    try:
-        run = runner.evaluate(
-            suites or ["investigation"], runs=runs, runtime=runtime, ablate=ablate,
-            matrix=matrix, jobs=jobs or None, timeout_s=timeout, config_root=config_root,
-            progress=_progress,
-        )  # fmt: skip
-    except ValueError as exc:  # the ablation validator
-        raise InputError(
-            str(exc), hint="--ablate names exactly one component; see --list"
-        ) from None
+    if overlay is not None and config_root is not None:
+        raise InputError("--overlay and --config-root both name the config", hint="give one")
+    from harness_cli.eval import gate
+
+    floor = gate.read(baseline) if baseline is not None else None
+    if floor is not None:  # the same suites and trials as the baseline, unless told otherwise
+        suites = suites or floor.suites
+        runs = runs or floor.runs
+    runs = runs or 3
+    with contextlib.ExitStack() as stack:
+        if overlay is not None:
+            from harness_cli.eval.before_after import overlaid
+
+            config_root = stack.enter_context(overlaid(overlay))
+        run = _evaluate(suites, runs, runtime, ablate, matrix, jobs, timeout, config_root)
     result = Result("eval", data=run.to_json(), columns=report.COLUMNS, rows=report.rows(run))
     result.messages += report.delta_lines(run)
     base = run.overall()
@@ -96,11 +118,41 @@ def evaluate(
         f"({base.rate:.0%} [{base.low:.0%}, {base.high:.0%}]), {base.defective_accepted} "
         f"defective accepted as done; {run.wall_seconds:.0f} s"
     )
+    if floor is not None:
+        held, line = gate.verdict(base.passed, base.started, floor)
+        result.messages.append(line)
+        result.data["gate"] = {"held": held, "baseline": floor.to_json()}
+        result.exit_code = 0 if held else 1
     if matrix and out is None:
         out = Path("eval-report")
     if out is not None:
         result.changed.append(report.write(run, out))
     emit(result)
+
+
+def _evaluate(
+    suites: list[str] | None,
+    runs: int,
+    runtime: str,
+    ablate: list[str],
+    matrix: bool,
+    jobs: int,
+    timeout: float,
+    config_root: Path | None,
+) -> Any:
+    from harness_cli.errors import InputError
+    from harness_cli.eval import runner
+
+    try:
+        return runner.evaluate(
+            suites or ["investigation"], runs=runs, runtime=runtime, ablate=ablate,
+            matrix=matrix, jobs=jobs or None, timeout_s=timeout, config_root=config_root,
+            progress=_progress,
+        )  # fmt: skip
+    except ValueError as exc:  # the ablation validator
+        raise InputError(
+            str(exc), hint="--ablate names exactly one component; see --list"
+        ) from None
 
 
 def _progress(trial: Any, done: int, total: int) -> None:

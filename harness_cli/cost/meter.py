@@ -170,13 +170,15 @@ def day_tally(day: date | None = None) -> Tally:
     return tally
 
 
-GROUPS = ("day", "project", "case", "workflow", "role", "model")
+GROUPS = ("day", "project", "case", "workflow", "role", "model", "iteration")
+"""``iteration``: an investigation iteration of one case, keyed ``CASE #N``; calls made outside
+any iteration (a review, a dev-agent run) sum under ``-``."""
 
 
 @dataclass
 class Report:
     """``harness cost``'s answer: the total and the same sums per day, project, case,
-    workflow, role and model."""
+    workflow, role, model and iteration."""
 
     since: str | None
     total: Tally = field(default_factory=Tally)
@@ -196,14 +198,22 @@ class Report:
 
 
 _KEYS = ("project", "case", "workflow", "role", "model")
+_ITER_KEYS = ("project", "case", "workflow", "iteration")
+_INDEX_VERSION = 2
+"""Bumped when a cell's key changes: an index of another version is rebuilt."""
 _FIELDS = ("in", "out", "cw", "cr", "usd")
 Cell = list[float]
 """calls, in, out, cw, cr, usd of one (day, project, case, workflow, role, model)."""
 
 
-def _cells(path: Path, low: str, high: str, report: Report) -> dict[tuple[str, ...], Cell]:
-    """One day file summed per key tuple (the rows it has, not its lines). A whole finished
-    day is read once and kept beside it (``.index/<day>.json``, keyed by size and mtime)."""
+Cells = dict[tuple[str, ...], Cell]
+
+
+def _cells(path: Path, low: str, high: str, report: Report) -> tuple[Cells, Cells]:
+    """One day file summed per key tuple (the rows it has, not its lines): per ``_KEYS``, and
+    per ``_ITER_KEYS`` apart (an iteration column in the first would make it nearly as long as
+    the file). A whole finished day is read once and kept beside it (``.index/<day>.json``,
+    keyed by size and mtime)."""
     whole = not low and not high
     today = clock.now().astimezone(UTC).date().isoformat()
     index = path.parent / ".index" / f"{path.stem}.json"
@@ -212,42 +222,59 @@ def _cells(path: Path, low: str, high: str, report: Report) -> dict[tuple[str, .
     if whole and path.stem < today:
         with contextlib.suppress(OSError, ValueError, TypeError):
             cached = json.loads(index.read_text(encoding="utf-8"))
-            if cached["stamp"] == stamp:
+            if cached["stamp"] == stamp and cached.get("v") == _INDEX_VERSION:
                 report.unreadable_lines += int(cached.get("unreadable", 0))
-                return {tuple(k): v for k, v in cached["cells"]}
-    cells: dict[tuple[str, ...], Cell] = {}
+                return ({tuple(k): v for k, v in cached["cells"]},
+                        {tuple(k): v for k, v in cached["iters"]})  # fmt: skip
     lines, unreadable = _parse(path.read_bytes())
+    if not whole:
+        lines = [x for x in lines if not (low and x.get("ts", "") < low)
+                 and not (high and x.get("ts", "") >= high)]  # fmt: skip
+    # Summed per raw key first (no str() or label per line: a cold day of thousands of calls
+    # is the cost of `harness cost`), then merged under the labels (a few rows per case).
+    raw: dict[tuple[Any, ...], Cell] = {}
     for line in lines:
-        ts = line.get("ts", "")
-        if (low and ts < low) or (high and ts >= high):
-            continue
         g = line.get
-        key = (
-            str(g("project") or "-"),
-            str(g("case") or "-"),
-            str(g("workflow") or "-"),
-            str(g("role") or "-"),
-            str(g("model") or "-"),
-        )  # = _KEYS, in order
-        cell = cells.get(key)
+        key = (g("project"), g("case"), g("workflow"), g("role"), g("model"), g("iteration"))
+        cell = raw.get(key)
         if cell is None:
-            cell = cells[key] = [0, 0, 0, 0, 0, 0.0]
+            cell = raw[key] = [0, 0, 0, 0, 0, 0.0]
         cell[0] += 1
         cell[1] += g("in", 0)
         cell[2] += g("out", 0)
         cell[3] += g("cw", 0)
         cell[4] += g("cr", 0)
         cell[5] += g("usd", 0.0)
+    cells: Cells = {}
+    iters: Cells = {}
+    for (p, c, w, r, m, i), cell in raw.items():
+        p, c, w = str(p or "-"), str(c or "-"), str(w or "-")
+        _merge(cells, (p, c, w, str(r or "-"), str(m or "-")), cell)  # = _KEYS, in order
+        _merge(iters, (p, c, w, _iteration(c, i)), cell)  # = _ITER_KEYS
     report.unreadable_lines += unreadable
     if whole and path.stem < today:
         with contextlib.suppress(OSError):
             index.parent.mkdir(exist_ok=True)
-            data = {"stamp": stamp, "unreadable": unreadable,
-                    "cells": [[list(k), v] for k, v in cells.items()]}  # fmt: skip
+            data = {"v": _INDEX_VERSION, "stamp": stamp, "unreadable": unreadable,
+                    "cells": [[list(k), v] for k, v in cells.items()],
+                    "iters": [[list(k), v] for k, v in iters.items()]}  # fmt: skip
             tmp = index.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(data), encoding="utf-8")
             os.replace(tmp, index)
-    return cells
+    return cells, iters
+
+
+def _merge(into: dict[Any, Cell], key: Any, cell: Cell) -> None:
+    acc = into.get(key)
+    if acc is None:
+        into[key] = list(cell)
+    else:
+        for n in range(6):
+            acc[n] += cell[n]
+
+
+def _iteration(case: Any, iteration: Any) -> str:
+    return "-" if iteration is None or iteration == "" else f"{case or '-'} #{iteration}"
 
 
 def _parse(data: bytes) -> tuple[list[dict[str, Any]], int]:
@@ -304,7 +331,12 @@ def totals(
         # only the first and the last day of the window need their lines' own instants
         low = since.isoformat(timespec="seconds") if since and day == first else ""
         high = until.isoformat(timespec="seconds") if until and day == last else ""
-        for key, cell in _cells(path, low, high, report).items():
+        cells, iters = _cells(path, low, high, report)
+        for (p, c, w, i), cell in iters.items():
+            if (project and p != project) or (case and c != case) or (workflow and w != workflow):
+                continue
+            _merge(sums["iteration"], i, cell)
+        for key, cell in cells.items():
             p, c, w, r, m = key
             if (project and p != project) or (case and c != case) or (workflow and w != workflow):
                 continue

@@ -10,12 +10,16 @@ included.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness_cli import resources
+from harness_cli.errors import InputError
+from harness_cli.eval.gate import BASELINE_FILE, Baseline
 from harness_cli.eval.stats import PairedDelta, paired_delta
 from harness_cli.eval.trial import TrialResult
 
@@ -64,11 +68,24 @@ class BeforeAfter:
             f"{self.delta.high * 100:+.0f}]"
         )
 
+    def baseline(self, specs: list[str]) -> Baseline:
+        """The before run, as the MR's pipeline gates on it (``evals/baseline.json``);
+        ``specs``: the suites as finalize named them, so the pipeline runs the same ones."""
+        passed, started, low, high, _ = self.before
+        return Baseline(list(specs), self.runs, passed, started, low, high)
+
+    def pipeline_line(self) -> str:
+        return (
+            f"This MR carries the before run as {BASELINE_FILE}; its pipeline runs `harness "
+            f"eval --overlay . --baseline {BASELINE_FILE}` and fails when the pass rate falls "
+            f"below {self.before[2]:.0%}, the lower end of the before interval."
+        )
+
     def insert_into(self, description: str) -> str:
         """The figures before the ``Changes:`` list, or at the end when there is no such
         list. Prose only: the MR's proof-of-work block is the harness's own required-check run
         (``delivery.mr``), which replaces any indented block the description carries."""
-        block = f"{self.paragraph()}\n"
+        block = f"{self.paragraph()} {self.pipeline_line()}\n"
         lines = description.rstrip("\n").split("\n")
         at = next((i for i, ln in enumerate(lines) if ln.strip().lower() == "changes:"), None)
         if at is None:
@@ -84,6 +101,19 @@ def _config(root: Path, worktree: Path | None) -> Path:
             if (worktree / source).is_dir():
                 shutil.copytree(worktree / source, root / target, dirs_exist_ok=True)
     return root
+
+
+@contextlib.contextmanager
+def overlaid(repo: Path) -> Iterator[Path]:
+    """A config root for ``harness eval --overlay REPO``: the packaged config with the repo's
+    prompts and SOPs laid over it, as ``measure`` builds its "after" (removed on exit)."""
+    if not repo.is_dir():
+        raise InputError(f"--overlay {repo} is not a folder", hint="give the harness repo")
+    scratch = Path(tempfile.mkdtemp(prefix="harness-eval-overlay-"))
+    try:
+        yield _config(scratch, repo)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def measure(

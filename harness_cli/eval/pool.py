@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import IO
 
 from harness_cli.eval.trial import TrialResult, TrialSpec, failed_trial
@@ -53,12 +54,16 @@ def run_trials(
     sel = selectors.DefaultSelector()
     total = len(pending)
     # The trials' temporary homes live here: a killed worker's leftovers go with it.
-    scratch = tempfile.mkdtemp(prefix="harness-eval-")
+    scratch = tempfile.mkdtemp(prefix="harness-eval-", dir=scratch_parent())
     # HARNESS_EVAL_LEAN: a trial runs the subcommands its case grades, no more.
     env = {**os.environ, "TMPDIR": scratch, "HARNESS_EVAL_LEAN": "1"}
+    # The workers run this very harness, wherever `harness eval` is started from (a checkout
+    # with a harness_cli/ of its own, an improvement MR's pipeline, must not shadow it).
+    here = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
     try:
         for _ in range(min(jobs or default_jobs(), total)):
-            workers.append(_spawn(sel, env))
+            workers.append(_spawn(sel, env, scratch))
         while len(results) < total:
             for w in workers:
                 if w.spec is None and pending:
@@ -77,7 +82,7 @@ def run_trials(
                     why = f"the trial's worker died (exit {w.proc.wait()})"
                     res = failed_trial(spec, "crash", why, time.monotonic() - w.started)
                     _done(w, res, results, progress, total)
-                workers[workers.index(w)] = _spawn(sel, env)
+                workers[workers.index(w)] = _spawn(sel, env, scratch)
             for i, w in enumerate(workers):
                 if w.spec is not None and time.monotonic() - w.started > timeout_s:
                     spec = w.spec
@@ -85,7 +90,7 @@ def run_trials(
                     res = failed_trial(spec, "timeout", f"past its {timeout_s:g} s wall clock",
                                        time.monotonic() - w.started)  # fmt: skip
                     _done(w, res, results, progress, total)
-                    workers[i] = _spawn(sel, env)
+                    workers[i] = _spawn(sel, env, scratch)
     finally:
         for w in workers:
             _stop(w, sel)
@@ -93,9 +98,21 @@ def run_trials(
     return [results[s.index] for s in specs]
 
 
-def _spawn(sel: selectors.BaseSelector, env: dict[str, str]) -> _Worker:
+def scratch_parent() -> str | None:
+    """Where trials keep their throw-away homes: memory (``/dev/shm``) when the machine has it,
+    where git and every fsync cost a fraction of a disk's. The harness runs unchanged; only
+    the storage of a home deleted after its trial differs. HARNESS_EVAL_SCRATCH overrides."""
+    chosen = os.environ.get("HARNESS_EVAL_SCRATCH")
+    if chosen:
+        return chosen
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+def _spawn(sel: selectors.BaseSelector, env: dict[str, str], cwd: str) -> _Worker:
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness_cli.eval.worker"],
+        cwd=cwd,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

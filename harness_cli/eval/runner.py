@@ -181,7 +181,7 @@ def evaluate(
 ) -> EvalRun:
     cases = load(names)
     for _, _, case in cases:
-        if case.live:  # refused before any trial starts when the key is missing
+        if case.needs_api_key:  # refused before any trial starts when the key is missing
             suites.live_model_env(case)
     variants = variants_for(cases, ablate, matrix)
     specs = plan(cases, variants, runs=runs, runtime=runtime, config_root=config_root)

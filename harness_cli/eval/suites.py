@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 from pydantic import ValidationError
 
 from harness_cli.errors import ConfigError, InputError
 from harness_cli.investigation.library import EVALS_DIR, LibraryCase
+
+if TYPE_CHECKING:
+    from harness_cli.sandbox.anthropic_forward import Upstream
 
 
 def shipped() -> list[str]:
@@ -60,13 +64,27 @@ LIVE_DEFAULT_URL = "https://api.anthropic.com"
 
 
 def live_model_env(case: LibraryCase) -> dict[str, str]:
-    """The real API's key and endpoint for a live case, from the environment ``harness eval``
-    runs in; a live case without a key is refused before any trial starts (InputError)."""
+    """The real API's key and endpoint for a case with a live role, from the environment
+    ``harness eval`` runs in; such a case without a key is refused before any trial starts
+    (InputError)."""
     key = os.environ.get("ANTHROPIC_API_KEY")
     if not key:
+        which = ("script: live" if case.live else
+                 "models: " + ", ".join(f"{r}: live" for r in sorted(case.live_roles)))  # fmt: skip
         raise InputError(
-            f"eval case {case.id} is live (script: live) and ANTHROPIC_API_KEY is not set",
+            f"eval case {case.id} plays a role live ({which}) and ANTHROPIC_API_KEY is not set",
             hint="export the API key to run it against the real API, or leave the case out",
         )
     base = os.environ.get("ANTHROPIC_BASE_URL") or LIVE_DEFAULT_URL
     return {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": base}
+
+
+def live_upstream(case: LibraryCase) -> Upstream | None:
+    """Where the emulator sends the requests of a case's live roles (``models:``); None when
+    the script plays every role."""
+    if not case.live_roles:
+        return None
+    from harness_cli.sandbox.anthropic_forward import Upstream
+
+    env = live_model_env(case)
+    return Upstream(env["ANTHROPIC_BASE_URL"], env["ANTHROPIC_API_KEY"], case.live_roles)

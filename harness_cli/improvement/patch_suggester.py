@@ -129,6 +129,7 @@ def suggest(job: PatchJob) -> Suggestion:
             )
             + "\nFix the change until they pass."
         )
+    figures = _eval_figures(job, wt)  # measured, and its baseline committed, before the push
     outcome = push.push_with_recovery(
         wt,
         runtime=job.runtime,
@@ -143,7 +144,7 @@ def suggest(job: PatchJob) -> Suggestion:
             f"the improvement branch {wt.branch} could not be pushed: {outcome.last_error}",
             hint="the operator was told (L3); the worktree keeps the commit",
         )
-    return _submit(job, wt, meta, record, style, figures=_eval_figures(job, wt))
+    return _submit(job, wt, meta, record, style, figures=figures)
 
 
 def _eval_figures(job: PatchJob, wt: worktrees.Worktree) -> Any:
@@ -152,7 +153,14 @@ def _eval_figures(job: PatchJob, wt: worktrees.Worktree) -> Any:
         return None
     from harness_cli.eval.before_after import measure
 
-    return measure(list(job.th.eval_suites), job.th.eval_runs, wt.path)
+    figures = measure(list(job.th.eval_suites), job.th.eval_runs, wt.path)
+    from harness_cli.eval import gate
+
+    # the MR's pipeline gates on the before run: `harness eval --overlay . --baseline FILE`
+    gate.write(wt.path / gate.BASELINE_FILE, figures.baseline(list(job.th.eval_suites)))
+    wt.git().run("add", "--", gate.BASELINE_FILE)
+    commit_all(wt.path, f"Eval baseline of case {job.case.id} for the pipeline's eval step")
+    return figures
 
 
 def _agent(job: PatchJob, wt: worktrees.Worktree, task: str, style: str) -> str:

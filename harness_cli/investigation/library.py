@@ -156,6 +156,10 @@ class LibraryCase(_Strict):
     behaviours: dict[str, float] = Field(default_factory=dict)
     """A stochastic model: behaviours a trial has with these probabilities, drawn from its seed
     (the script format's ``behaviours``; rules say ``when: {behaviour: NAME}``)."""
+    models: dict[str, Literal["scripted", "live"]] = Field(default_factory=dict)
+    """The model per role where it is not the script: ``{investigator: live}`` has the real API
+    (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL of the environment) play the investigator while
+    the script plays the reviewers. Roles are the agent roles (``agents.policy.ROLES``)."""
     setup: Setup = Field(default_factory=Setup)
     kind: Literal["investigation", "delivery"] = "investigation"
     """Which subcommands a trial runs: investigate + review, or the delivery flow."""
@@ -168,6 +172,7 @@ class LibraryCase(_Strict):
             raise ValueError("an investigation case needs expect.exit")
         if self.kind == "delivery" and (self.delivery is None or self.expect.delivery is None):
             raise ValueError("a delivery case needs delivery: and expect.delivery:")
+        self._check_models()
         if self.live:
             scripted = [name for name, value in (
                 ("roles", self.roles), ("rules_first", self.rules_first),
@@ -179,6 +184,34 @@ class LibraryCase(_Strict):
                     f"a live case has no script to shape or read: drop {', '.join(scripted)}"
                 )
         return self
+
+    def _check_models(self) -> None:
+        from harness_cli.agents.policy import ROLES
+
+        unknown = sorted(set(self.models) - set(ROLES))
+        if unknown:
+            raise ValueError(
+                f"models: {unknown[0]!r} is not an agent role (roles: {', '.join(ROLES)})"
+            )
+        live = self.live_roles
+        if live and self.live:
+            raise ValueError("script: live already plays every role live: drop models:")
+        shaped = sorted(live & (set(self.roles) | set(self.rules_first)))
+        if shaped:
+            raise ValueError(
+                f"role {shaped[0]} is live (models:) and also scripted (roles:/rules_first:): "
+                "keep one"
+            )
+
+    @property
+    def live_roles(self) -> frozenset[str]:
+        """The roles the real API plays in an otherwise scripted case (``models:``)."""
+        return frozenset(role for role, how in self.models.items() if how == "live")
+
+    @property
+    def needs_api_key(self) -> bool:
+        """Some role of this case is played by the real API."""
+        return self.live or bool(self.live_roles)
 
     @property
     def live(self) -> bool:

@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from harness_cli.sandbox.anthropic_forward import Upstream, forward
 from harness_cli.sandbox.anthropic_usage import (
     CacheControlError,
     PromptCache,
@@ -124,6 +125,8 @@ class AnthropicEmulator(Emulator):
         self.cache = PromptCache(clock, cache_min_tokens)
         self.models = models
         self.calls: list[ServedCall] = []
+        self.upstream: Upstream | None = None
+        """Roles played live: their requests go on to the real API (``anthropic_forward``)."""
 
     # -- Python API ------------------------------------------------------------------------
     def load_script(
@@ -137,6 +140,11 @@ class AnthropicEmulator(Emulator):
             self.script = script
         return script
 
+    def play_live(self, upstream: Upstream | None) -> None:
+        """Hand ``upstream.roles``' requests to the real API (None: script every role again)."""
+        with self.lock:
+            self.upstream = upstream
+
     def usage_totals(self) -> dict[str, int]:
         return self.cache.totals()
 
@@ -147,6 +155,7 @@ class AnthropicEmulator(Emulator):
             self.calls.clear()
             self.faults.clear()
             self.cache.reset()
+            self.upstream = None
             if self.body_log is not None and self._logged >= 0 and self.body_log.exists():
                 with self.body_log.open("a", encoding="utf-8") as out:
                     out.write('{"reset": true}\n')  # what follows is another run
@@ -278,11 +287,20 @@ class AnthropicEmulator(Emulator):
             if fault.kind == "midstream_stall":
                 self.halted.wait(fault.seconds)
             return self.error(529, "Overloaded")
+        view = RequestView.from_body(body)
+        upstream = self.upstream
+        if upstream is not None and view.role in upstream.roles and fault is None:
+            answer = forward(upstream, req)
+            with self.lock:
+                self.calls.append(ServedCall(role=view.role, rule="live", turn=view.turn,
+                    tools_present=bool(view.tools), tool_results=len(view.tool_results),
+                    stream=stream, stop_reason=f"live:{answer.status}", usage={},
+                    unmatched=None, interrupted=False))  # fmt: skip
+            return answer
         try:
             usage = self.cache.account(body)
         except CacheControlError as exc:
             return self.error(400, str(exc))
-        view = RequestView.from_body(body)
         with self.lock:
             outcome = match_request(self.script, view)
         message = self._message(body, outcome, usage)

@@ -54,6 +54,9 @@ def run_delivery_case(
         with Sandbox(root / "sandbox") as box:
             if not case.live:
                 box.anthropic.load_script(case.model_source(), case.variables or None, seed)
+                from harness_cli.eval.suites import live_upstream
+
+                box.anthropic.play_live(live_upstream(case))  # models: {ROLE: live}
             config = copy_config(root, case, config_root)
             if case.delivery.required_checks is not None:
                 _set_checks(config, case.delivery.required_checks)

@@ -72,6 +72,9 @@ def run_case(
         emu.reset()
         if not case.live:
             emu.load_script(case.model_source(), case.variables or None, seed)
+            from harness_cli.eval.suites import live_upstream
+
+            emu.play_live(live_upstream(case))  # models: {ROLE: live}
         for fault in case.setup.faults:
             emu.add_fault(Fault(**fault))
         env = _prepare(root, case, runtime, emu.url, slack.url, config_root)

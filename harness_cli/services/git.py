@@ -126,8 +126,15 @@ class Git:
 
     def git_path(self, name: str) -> Path:
         """The path of ``name`` inside the git dir (``.git/index.lock`` …), worktree-aware."""
-        path = Path(self.run("rev-parse", "--git-path", name))
-        return path if path.is_absolute() else self.repo_dir / path
+        return self.git_paths(name)[0]
+
+    def git_paths(self, *names: str) -> list[Path]:
+        """``git_path`` of each name, in one git call (a sync checks four of them)."""
+        out = self.run("rev-parse", *[a for name in names for a in ("--git-path", name)])
+        paths = [Path(line) for line in out.splitlines()]
+        if len(paths) != len(names):
+            raise ServiceError(f"git rev-parse --git-path gave {len(paths)} paths for {names}")
+        return [p if p.is_absolute() else self.repo_dir / p for p in paths]
 
     # -- repository -------------------------------------------------------------------------
 

@@ -247,23 +247,25 @@ def _prepare(git: Git, stale_lock_seconds: float, fresh_lock_wait: float) -> Non
             f"{git.repo_dir} is not a git repository",
             hint="create it with gitsync.ensure_repo (or `git init` and a first commit)",
         )
-    _clear_index_lock(git, stale_lock_seconds, fresh_lock_wait)
-    if git.rebase_in_progress():
+    index_lock, rebase_merge, rebase_apply, merge_head = git.git_paths(
+        "index.lock", "rebase-merge", "rebase-apply", "MERGE_HEAD"
+    )
+    _clear_index_lock(index_lock, stale_lock_seconds, fresh_lock_wait)
+    if rebase_merge.exists() or rebase_apply.exists():  # git.rebase_in_progress, one call fewer
         log.warning("aborting a rebase left in progress in %s by an interrupted run", git.repo_dir)
         git.rebase_abort()
-    if git.merge_in_progress():
+    if merge_head.exists():  # git.merge_in_progress
         log.warning("aborting a merge left in progress in %s by an interrupted run", git.repo_dir)
         git.merge_abort()
 
 
-def _clear_index_lock(git: Git, stale_seconds: float, wait: float) -> None:
+def _clear_index_lock(path: Path, stale_seconds: float, wait: float) -> None:
     """Remove an ``index.lock`` older than ``stale_seconds``; wait a little for a young one.
 
     We hold the workspace lock, so no sync of ours is inside git; a young lock belongs to an
     outside git, an old one to a crashed one. Age is measured against the OS clock on purpose:
     the file's mtime comes from it, and a pinned HARNESS_NOW would make a live lock look old.
     """
-    path = git.git_path("index.lock")
     deadline = time.monotonic() + wait
     while True:
         try:

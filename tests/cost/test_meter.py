@@ -88,6 +88,18 @@ def test_every_call_is_recorded_once_and_priced(
     assert json.loads(out)["data"]["total"]["calls"] == 0
     code, text, _ = cli("cost", "--since", "1h")
     assert code == 0 and f"{len(lines)} call(s)" in text and "investigate" in text
+    # per iteration: each iteration of the case sums its own calls; the review's sit under "-"
+    iterations = data["by_iteration"]
+    assert set(iterations) == {f"{CASE_ID} #0", f"{CASE_ID} #1", f"{CASE_ID} #2", "-"}
+    for n in (0, 1, 2):
+        mine = [x for x in lines if x.get("iteration") == n]
+        assert iterations[f"{CASE_ID} #{n}"]["calls"] == len(mine)
+        assert iterations[f"{CASE_ID} #{n}"]["usd"] == pytest.approx(
+            sum(x["usd"] for x in mine), abs=1e-6
+        )
+    assert iterations["-"]["calls"] == len([x for x in lines if "iteration" not in x])
+    code, text, _ = cli("cost", "--by", "iteration")
+    assert code == 0 and f"{CASE_ID} #2" in text and "iteration" in text
 
 
 def test_the_windows_and_filters_of_harness_cost(cli: Any) -> None:
@@ -111,6 +123,25 @@ def test_the_windows_and_filters_of_harness_cost(cli: Any) -> None:
     assert code == 2 and "--since" in err and "7d" in err
     code, _, err = cli("cost", "--by", "colour")
     assert code == 2 and "colour" in err
+
+
+def test_an_index_of_an_older_layout_is_rebuilt(cli: Any) -> None:
+    """A finished day's summed index from before the iteration column is not trusted."""
+    at = datetime.now(UTC) - timedelta(days=2)
+    with meter.scope(case="C-1", project="team-a", workflow="investigate", run="r", iteration=3):
+        meter.record(role="investigator", model="claude-sonnet-4-6", runtime="anthropic",
+                     input_tokens=10, output_tokens=5, cache_write_tokens=0,
+                     cache_read_tokens=0, usd=0.5, reported=True, seconds=0.1, at=at)  # fmt: skip
+    code, out, _ = cli("cost", "--json")
+    assert json.loads(out)["data"]["by_iteration"] == {"C-1 #3": json.loads(out)["data"]["total"]}
+    index = meter.log_dir() / ".index" / f"{at.date().isoformat()}.json"
+    old = json.loads(index.read_text())
+    old.pop("v")
+    old["cells"] = [[k[:5], v] for k, v in old["cells"]]  # the five-column layout
+    index.write_text(json.dumps(old))
+    code, out, _ = cli("cost", "--json")
+    data = json.loads(out)["data"]
+    assert code == 0 and data["by_iteration"]["C-1 #3"]["usd"] == pytest.approx(0.5)
 
 
 def test_the_price_table_is_harness_yaml_s() -> None:

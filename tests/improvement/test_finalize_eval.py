@@ -4,19 +4,42 @@ against the ones the MR leaves — and never taken from the model's text."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from harness_cli.delivery.style import lint_description
 from harness_cli.investigation.library import DEFAULT_DIR
+from harness_cli.sandbox.gitlab_api import GitLabEmulator
+from tests.improvement.conftest import HARNESS_FILES, HARNESS_REPO
 from tests.improvement.corpus import gap_report
-from tests.improvement.test_finalize import CASE, World, gitlab_emu, model, world
+from tests.improvement.test_finalize import CASE, World, model, world
 
-__all__ = ["gitlab_emu", "model", "world"]  # the fixtures, shared with test_finalize
+__all__ = ["model", "world"]  # the fixtures, shared with test_finalize
 pytestmark = pytest.mark.slow
+
+PIPELINE = "python -m pytest -q && harness eval --overlay . --baseline evals/baseline.json -j 1"
+"""The harness repo's CI as an improvement MR meets it: its tests, then its eval step."""
+
+
+@pytest.fixture
+def gitlab_emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabEmulator]:
+    emulator = GitLabEmulator(tmp_path / "gitlab", ci_timeout=300, watch_interval=0.1)
+    emulator.start()
+    try:
+        emulator.control(
+            "create_project",
+            {"path": HARNESS_REPO, "files": HARNESS_FILES, "ci_command": ["sh", "-c", PIPELINE]},
+        )
+        monkeypatch.setenv("GITLAB_URL", emulator.url)
+        monkeypatch.setenv("GITLAB_TOKEN", "glpat-harness-bot")
+        yield emulator
+    finally:
+        emulator.stop()
 
 
 def test_the_improvement_mr_states_the_eval_figures_from_the_run(
@@ -45,3 +68,16 @@ def test_the_improvement_mr_states_the_eval_figures_from_the_run(
     assert lint_description(text) == []
     # the model's description carried no figure; the scripted report is unchanged otherwise
     assert "Require the direct table query" in mr["title"]
+    # the MR carries the before run, and its pipeline ran `harness eval` against it: the
+    # measured drop (0 of 1 after, below the before interval's 21 %) fails the pipeline
+    baseline = json.loads(world.show(mr["source_branch"], "evals/baseline.json"))
+    assert (baseline["passed"], baseline["started"], baseline["runs"]) == (1, 1, 1)
+    assert baseline["suites"] == [str(suite)]
+    assert "its pipeline runs `harness eval --overlay . --baseline evals/baseline.json`" in text
+    world.gitlab.wait_for_pipelines(timeout=600)
+    pipelines = [p for p in world.gitlab.state.pipelines.values() if p.sha == mr["sha"]]
+    assert pipelines, world.gitlab.snapshot()["pipelines"]
+    trace = "".join(pipelines[-1].jobs[-1].trace)
+    assert "1 trial(s) started and counted; baseline 0/1" in trace, trace[-3000:]
+    assert "eval gate FAILED: 0/1 passed (0%) against the baseline's 1/1" in trace
+    assert pipelines[-1].status == "failed"

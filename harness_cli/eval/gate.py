@@ -1,0 +1,77 @@
+"""The eval step of an improvement MR's pipeline: ``harness eval SUITE --runs N --overlay .
+--baseline evals/baseline.json`` fails (exit 1) when the MR's pass rate falls below the lower
+end of the baseline's 95 % interval — the baseline being the run finalize measured on the
+prompts and SOPs before the change, committed into the MR as ``evals/baseline.json``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from harness_cli.errors import InputError
+
+BASELINE_FILE = "evals/baseline.json"
+"""Where the improvement MR carries its baseline (the before run), relative to the repo."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    suites: list[str]
+    runs: int
+    passed: int
+    started: int
+    low: float
+    high: float
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.started if self.started else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema_version": 1, **asdict(self)}
+
+
+def read(path: Path) -> Baseline:
+    """A baseline file (``to_json``), or the JSON ``harness eval --json``/``--out`` wrote
+    (its baseline variant's overall row)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"--baseline {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise InputError(f"--baseline {path}: not JSON ({exc})") from None
+    data = data.get("data", data) if isinstance(data, dict) else data
+    if isinstance(data, dict) and "variants" in data:
+        row = data["variants"]["baseline"][-1]
+        data = {"suites": data.get("suites", []), "runs": data.get("runs", 0), **row}
+    try:
+        return Baseline(
+            [str(s) for s in data.get("suites", [])], int(data.get("runs", 0)),
+            int(data["passed"]), int(data["started"]), float(data["low"]), float(data["high"]),
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise InputError(
+            f"--baseline {path}: no passed/started/low/high figures",
+            hint="give the baseline finalize committed (evals/baseline.json) or an eval.json",
+        ) from None
+
+
+def write(path: Path, baseline: Baseline) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(baseline.to_json(), indent=2) + "\n", encoding="utf-8")
+
+
+def verdict(passed: int, started: int, baseline: Baseline) -> tuple[bool, str]:
+    """Held (True) unless the pass rate is below the baseline interval's lower end."""
+    rate = passed / started if started else 0.0
+    held = rate >= baseline.low
+    line = (
+        f"eval gate {'held' if held else 'FAILED'}: {passed}/{started} passed ({rate:.0%}) "
+        f"against the baseline's {baseline.passed}/{baseline.started} ({baseline.rate:.0%}, "
+        f"95 % interval {baseline.low:.0%} to {baseline.high:.0%})"
+    )
+    if not held:
+        line += "; the pass rate fell below the interval: the pipeline fails"
+    return held, line
