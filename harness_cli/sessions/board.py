@@ -163,6 +163,7 @@ class Board:
             if sha
             else f"delete {SEEN}{ref.removeprefix(REF_PREFIX)}\n"
             for ref, sha in written.items()
+            if ref.startswith(REF_PREFIX)  # only the namespace a fetch mirrors
         ]
         if lines:
             subprocess.run(
