@@ -35,9 +35,8 @@ def consolidate(
     if due:
         if case or payload or force:
             raise InputError("--due walks every open case: give no CASE, --payload or --force")
-        from harness_cli.memory.consolidate_due import consolidate_due
-
         from harness_cli.commands import _workflow
+        from harness_cli.memory.consolidate_due import consolidate_due
 
         walk = consolidate_due(
             cfg,

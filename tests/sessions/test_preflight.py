@@ -204,9 +204,9 @@ def test_a_waiting_run_is_seen_and_approved_from_another_machine_once(
         **{"claude-code": {"exclusive": False, "on_overlap": "warn"}},
     )
     a, b = machines(2)
-    assert call(cli, monkeypatch, a, "session", "open", "--case", "AAA-16", "--task", "triage")[
-        0
-    ] == 0
+    assert (
+        call(cli, monkeypatch, a, "session", "open", "--case", "AAA-16", "--task", "triage")[0] == 0
+    )
     payload = _payload(tmp_path, "investigate", "AAA-16", "1700000000.000600")
     code, _, err = call(cli, monkeypatch, a, "investigate", "--payload", str(payload))
     assert code == 0, err
