@@ -17,9 +17,13 @@ same arrivals, remote operations per dispatch (goal ≤ 3). Heartbeats are not s
 by minute: a hold's expiry is set past the end of its work; a real run adds one push per
 ``heartbeat_seconds``. The one-machine baseline runs in a second process alongside.
 
-Cost: ~9 remote operations per ticket over all machines (the two losers of each race read,
-push, lose and read again), ~0.3 s of real git per ticket on a loaded 2-core machine: there
-``--tickets 500`` took 434 s wall (2026-12-01); the full 3 × 1,000 would take ~15 min.
+Cost: every machine attempts every ticket in the same simulated minute, so each ticket has two
+losers. An attempt decides first on its board's cached copy: a winner whose copy is current
+opens in one push; a loser pays its lost push plus the read that names the winner (more when
+its copy still showed a holder that had left: a deny is always re-read). Measured 2026-12-01
+on the shared 2-core machine (load ~25): ``--tickets 100`` 2.40 ops per dispatch, 8.9 ops per
+ticket over all machines, 243 s wall; the 3 × 1,000 run needs ~1 h there (it ran ~10 min per
+simulated day beside the baseline). Progress goes to stderr once per simulated day.
 
     .venv/bin/python bench/bench_scale_out.py [--tickets 1000] [--machines 3] [--seed 7]
 """
