@@ -109,6 +109,9 @@ class Board:
         a guess: a write decided on it carries leases on what it saw, so the remote refuses
         it if anything moved since (reservations.py)."""
         self.ensure()
+        read = self.local / "harness-read"
+        if cached and not read.exists():
+            cached = False  # never read: a guess from nothing would miss a first-layout hold
         if not cached:
             self.ops += 1
             self._git(
@@ -120,6 +123,7 @@ class Board:
                 self.remote,
                 f"+{REF_PREFIX}*:{SEEN}*",
             )
+            read.touch()
         listed = self._git(
             "for-each-ref", "--format=%(refname)%09%(objectname)%09%(contents)", SEEN
         ).stdout

@@ -153,10 +153,10 @@ def acquire(
     lost race costs that push plus the read that names the winner. A warn or deny is never
     believed from the cache (a holder may have left): it is read again first."""
     for attempt in range(attempts):
-        guess = attempt == 0
-        snap = look(board, now, machine, cached=guess)
+        ops = board.ops
+        snap = look(board, now, machine, cached=attempt == 0)
         verdict = preflight_gate(request, snap.live, policy, approved=approved)
-        if guess and verdict.decision != "allow":
+        if board.ops == ops and verdict.decision != "allow":  # decided on the cached copy
             snap = look(board, now, machine)
             verdict = preflight_gate(request, snap.live, policy, approved=approved)
         changes = _cleanup(snap, {request.session})
