@@ -22,8 +22,9 @@ losers. An attempt decides first on its board's cached copy: a winner whose copy
 opens in one push; a loser pays its lost push plus the read that names the winner (more when
 its copy still showed a holder that had left: a deny is always re-read). Measured 2026-12-01
 on the shared 2-core machine (load ~25): ``--tickets 100`` 2.40 ops per dispatch, 8.9 ops per
-ticket over all machines, 243 s wall; the 3 × 1,000 run needs ~1 h there (it ran ~10 min per
-simulated day beside the baseline). Progress goes to stderr once per simulated day.
+ticket over all machines, 243 s wall; ``--tickets 1000`` under ``nice -n 10``: 4054 s wall
+(2.45 ops per dispatch, 18.5 per ticket — 46,000 of the 55,600 are retries of backlog tickets
+denied on a held element, one read each). Progress goes to stderr once per simulated day.
 
     .venv/bin/python bench/bench_scale_out.py [--tickets 1000] [--machines 3] [--seed 7]
 """
