@@ -17,9 +17,14 @@ same arrivals, remote operations per dispatch (goal ≤ 3). Heartbeats are not s
 by minute: a hold's expiry is set past the end of its work; a real run adds one push per
 ``heartbeat_seconds``. The one-machine baseline runs in a second process alongside.
 
-Cost: ~9 remote operations per ticket over all machines (the two losers of each race read,
-push, lose and read again), ~0.3 s of real git per ticket on a loaded 2-core machine: there
-``--tickets 500`` took 434 s wall (2026-12-01); the full 3 × 1,000 would take ~15 min.
+Cost: every machine attempts every ticket in the same simulated minute, so each ticket has two
+losers. An attempt decides first on its board's cached copy: a winner whose copy is current
+opens in one push; a loser pays its lost push plus the read that names the winner (more when
+its copy still showed a holder that had left: a deny is always re-read). Measured 2026-12-01
+on the shared 2-core machine (load ~25): ``--tickets 100`` 2.40 ops per dispatch, 8.9 ops per
+ticket over all machines, 243 s wall; ``--tickets 1000`` under ``nice -n 10``: 4054 s wall
+(2.45 ops per dispatch, 18.5 per ticket — 46,000 of the 55,600 are retries of backlog tickets
+denied on a held element, one read each). Progress goes to stderr once per simulated day.
 
     .venv/bin/python bench/bench_scale_out.py [--tickets 1000] [--machines 3] [--seed 7]
 """
@@ -30,6 +35,7 @@ import argparse
 import os
 import random
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -76,6 +82,13 @@ class Machine:
     run_ops: int = 0
     """Remote operations of the runs it started: open (fetch, push, and any lost-race retry)
     and close (one push)."""
+    lost: int = 0
+    lost_ops: int = 0
+    """Attempts denied on the ticket's own case (another machine took it: a lost race) and
+    the remote operations they cost."""
+    denied_ops: int = 0
+    denied: int = 0
+    """Attempts denied on a repo element another ticket's session holds, and their cost."""
 
 
 def _tickets(count: int, rnd: random.Random) -> list[Ticket]:
@@ -101,7 +114,17 @@ def simulate(n_machines: int, tickets: list[Ticket], slots: int, root: Path) -> 
     lock = threading.Lock()
     clock = T0
     end_of_sim = T0 + WEEK * 3  # drain the backlog
+    started, day = time.monotonic(), 0
     while clock < end_of_sim and (pending or any(m.running for m in machines)):
+        if (clock - T0).days > day:  # progress on long runs, to stderr
+            day = (clock - T0).days
+            print(
+                f"    [{n_machines} machine(s)] simulated day {day}: "
+                f"{sum(1 for t in tickets if t.done_by)}/{len(tickets)} started, "
+                f"{time.monotonic() - started:.0f} s wall",
+                file=sys.stderr,
+                flush=True,
+            )
         for m in machines:  # finish what ended by now
             for item in [r for r in m.running if r[0] <= clock]:
                 before = m.board.ops
@@ -146,8 +169,13 @@ def simulate(n_machines: int, tickets: list[Ticket], slots: int, root: Path) -> 
                             m.running.append((t.end, held, t))
                             m.dispatches += 1
                             m.run_ops += m.board.ops - before
-                        elif not any(f'"case SIM-{t.n}"' in r for r in verdict.reasons):
+                        elif any(f'"case SIM-{t.n}"' in r for r in verdict.reasons):
+                            m.lost += 1
+                            m.lost_ops += m.board.ops - before
+                        else:
                             t.denied += 1  # denied on its repo element, not its own case
+                            m.denied += 1
+                            m.denied_ops += m.board.ops - before
 
             threads = [threading.Thread(target=attempt, args=(m,)) for m in machines]
             for th in threads:
@@ -190,6 +218,12 @@ def _figures(machines: list[Machine], tickets: list[Ticket]) -> dict[str, float]
         "ops": ops,
         "ops_per_dispatch": sum(m.run_ops for m in machines) / max(1, dispatches),
         "ops_per_ticket": ops / max(1, len(tickets)),
+        "lost": sum(m.lost for m in machines),
+        "ops_per_lost_race": sum(m.lost_ops for m in machines)
+        / max(1, sum(m.lost for m in machines)),
+        "denials": sum(m.denied for m in machines),
+        "ops_per_denial": sum(m.denied_ops for m in machines)
+        / max(1, sum(m.denied for m in machines)),
     }
 
 
@@ -233,7 +267,9 @@ def main() -> None:
             f"{r['makespan_h']:.1f} h simulated, remote ops per dispatch "
             f"{r['ops_per_dispatch']:.2f}"
             f" (goal ≤ 3; all machines' ops per ticket, losers' looks included: "
-            f"{r['ops_per_ticket']:.2f}), {r['wall_s']:.0f} s wall"
+            f"{r['ops_per_ticket']:.2f}), lost races {r['lost']:.0f} at "
+            f"{r['ops_per_lost_race']:.2f} ops each, denials on a held repo element "
+            f"{r['denials']:.0f} at {r['ops_per_denial']:.2f} ops each, {r['wall_s']:.0f} s wall"
         )
     ratio = one["makespan_h"] / max(many["makespan_h"], 1e-9)
     wait = one["mean_wait_min"] / max(many["mean_wait_min"], 1e-9)

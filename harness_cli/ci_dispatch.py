@@ -51,6 +51,8 @@ class Tracked(BaseModel):
     web_url: str = ""
     created_at: datetime
     updated_at: datetime
+    status_before: str = ""
+    """What it still was when found stuck (``pending`` / ``running``)."""
 
 
 class PipelinesState(BaseModel):
@@ -149,9 +151,11 @@ def poll() -> list[str]:
     with state_file().update() as state:
         ended = _refresh(gl, project, state)
         limit = clock.now() - timedelta(minutes=settings.stuck_minutes)
+        stuck: dict[int, str] = {}
         for tracked in state.pipelines:
             if tracked.status in ACTIVE and tracked.created_at < limit:
-                gl.cancel_pipeline(project, tracked.pipeline)
+                stuck[tracked.pipeline] = _cancel(gl, project, tracked)
+                tracked.status_before = tracked.status
                 tracked.status, tracked.updated_at = "stuck", clock.now()
                 ended.append(tracked)
         for tracked in ended:
@@ -160,6 +164,8 @@ def poll() -> list[str]:
                 f"pipeline {tracked.pipeline} ({tracked.workflow} {tracked.case_id}) "
                 f"{tracked.status}: released {freed} session(s)"
             )
+            if tracked.pipeline in stuck:  # once: a stuck pipeline is never active again
+                _tell_stuck(tracked, stuck[tracked.pipeline], freed, settings.stuck_minutes)
         while (
             state.queued
             and sum(t.status in ACTIVE for t in state.pipelines) < settings.max_concurrent
@@ -171,6 +177,42 @@ def poll() -> list[str]:
             state.pipelines.append(tracked)
             said.append(f"pipeline {tracked.pipeline} started for queued {queued.name}")
     return said
+
+
+def _cancel(gl: Any, project: str, tracked: Tracked) -> str:
+    """Cancel a stuck pipeline if GitLab lets us; what happened, in a few words."""
+    from harness_cli.errors import HarnessError
+
+    try:
+        gl.cancel_pipeline(project, tracked.pipeline)
+    except HarnessError as exc:  # its session is released all the same
+        event(log, "pipeline_cancel_failed", logging.WARNING, pipeline=tracked.pipeline,
+              error=exc.line())  # fmt: skip
+        return f"could not be canceled ({exc.message}); cancel it in GitLab"
+    return "canceled"
+
+
+def _tell_stuck(tracked: Tracked, cancel: str, freed: int, minutes: float) -> None:
+    """The operator's one DM about a stuck job (owed through the outbox if Slack refuses)."""
+    from harness_cli.config import load_config
+    from harness_cli.errors import HarnessError
+    from harness_cli.ops import notify
+    from harness_cli.services import factory
+
+    text = (
+        f"the {tracked.workflow} job (pipeline {tracked.pipeline}"
+        f"{' ' + tracked.web_url if tracked.web_url else ''}) was still {tracked.status_before}"
+        f" after {minutes:g} min: {cancel}, {freed} session(s) released. Nothing it did after "
+        f"its last push is kept; run `harness {tracked.workflow} {tracked.case_id}` again "
+        "when ready."
+    )
+    try:
+        cfg = load_config()
+        notify.dm(factory.outbound(cfg, factory.lazy_slack()), cfg, "pipeline_stuck", text,
+                  case_id=tracked.case_id, key=f"pipeline-{tracked.pipeline}")  # fmt: skip
+    except HarnessError as exc:  # the log and mr-monitor's output still say it
+        event(log, "pipeline_stuck_not_told", logging.WARNING, pipeline=tracked.pipeline,
+              error=exc.line())  # fmt: skip
 
 
 def _active(state: PipelinesState) -> int:
@@ -189,7 +231,7 @@ def release_pipeline(pipeline: int) -> int:
     with hold("sessions-board", timeout=60, what="the reservation board"):
         board = lifecycle.open_board()
         snap = look(board, clock.now(), lifecycle.machine_id())
-        for h in snap.live:
+        for h in [*snap.live, *snap.stale]:  # a stuck job's hold may have expired meanwhile
             if h.pipeline == str(pipeline):
                 renew(
                     board,

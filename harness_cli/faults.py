@@ -21,6 +21,9 @@ import os
 import signal
 
 ENV = "HARNESS_CRASH_AT"
+HANG_ENV = "HARNESS_HANG_AT"
+"""Same spec, but the process stops there for good instead of dying (a job stuck on a call
+that never returns: what only a timeout or a cancel ends)."""
 
 POINTS: dict[str, str] = {
     "intake.claimed": "a batch of messages recorded as seen (leased) in socket-dedup",
@@ -60,15 +63,20 @@ def _parse(spec: str) -> dict[str, int]:
 
 
 def crash_point(name: str) -> None:
-    """SIGKILL this process here if ``HARNESS_CRASH_AT`` names ``name`` (at its nth hit)."""
+    """SIGKILL this process here if ``HARNESS_CRASH_AT`` names ``name`` (at its nth hit); hang
+    here for good if ``HARNESS_HANG_AT`` does."""
     global _armed
     if _armed is None:
         _armed = _parse(os.environ.get(ENV, ""))
-    if not _armed or name not in _armed:
+        _armed.update({f"hang:{k}": v for k, v in _parse(os.environ.get(HANG_ENV, "")).items()})
+    if not _armed or (name not in _armed and f"hang:{name}" not in _armed):
         return
     _hits[name] = _hits.get(name, 0) + 1
-    if _hits[name] == _armed[name]:
+    if _hits[name] == _armed.get(name):
         os.kill(os.getpid(), signal.SIGKILL)
+    if _hits[name] == _armed.get(f"hang:{name}"):
+        while True:
+            signal.pause()
 
 
 def reset() -> None:

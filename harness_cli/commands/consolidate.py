@@ -35,17 +35,25 @@ def consolidate(
     if due:
         if case or payload or force:
             raise InputError("--due walks every open case: give no CASE, --payload or --force")
+        from harness_cli.commands import _workflow
         from harness_cli.memory.consolidate_due import consolidate_due
 
-        walk = consolidate_due(cfg, out=out)
+        walk = consolidate_due(
+            cfg,
+            out=out,
+            enter=lambda case_id: _workflow.running(
+                _workflow.Invocation("consolidate", case_id, None)
+            ),
+        )
         result = Result("consolidate", data=walk.to_json())
         for done in walk.done:
             _report(result, done)
         result.skipped += [f"{c}: another consolidation holds its lock" for c in walk.locked]
+        result.skipped += walk.denied + walk.waiting
         result.errors += walk.failed
-        if not walk.done and not walk.locked and not walk.failed:
+        if not (walk.done or walk.locked or walk.failed or walk.denied or walk.waiting):
             result.skipped.append(f"no case due ({len(walk.not_due)} open case(s) checked)")
-        refused = any(d.outcome == "refused" for d in walk.done)
+        refused = any(d.outcome == "refused" for d in walk.done) or bool(walk.denied)
         result.exit_code = EXIT_FAILED if walk.failed else EXIT_REFUSED if refused else 0
         emit(result)
         return

@@ -39,7 +39,15 @@ def finalize(
     if due:
         if case or payload:
             raise InputError("--due takes no CASE or --payload", hint="harness finalize --due")
-        outcomes = finalize_due(cfg, services, th, notify=not no_post)
+        outcomes = finalize_due(
+            cfg,
+            services,
+            th,
+            notify=not no_post,
+            enter=lambda case_id: _workflow.running(
+                _workflow.Invocation("finalize", case_id, None)
+            ),
+        )
     else:
         inv = _workflow.resolve("finalize", case, payload)
         with _workflow.running(inv):
@@ -63,6 +71,8 @@ def _services(cfg: Config) -> Services:
 
 
 def _result(outcomes: list[FinalizeOutcome], *, due: bool) -> Result:
+    from harness_cli.errors import EXIT_REFUSED
+
     result = Result("finalize", data={"cases": [o.to_json() for o in outcomes]})
     for o in outcomes:
         line = f"{o.case_id}: {o.message}"
@@ -77,4 +87,6 @@ def _result(outcomes: list[FinalizeOutcome], *, due: bool) -> Result:
         result.messages.append("no case with gap reports is due")
     if any(o.status == "failed" for o in outcomes):
         result.exit_code = 1
+    elif any(o.status == "denied" for o in outcomes):
+        result.exit_code = EXIT_REFUSED  # a reservation held: it runs once its holder is done
     return result

@@ -32,7 +32,7 @@ from typing import Any
 from harness_cli import clock
 from harness_cli.agents.runtime import Runtime
 from harness_cli.config import Config
-from harness_cli.errors import HarnessError, LockHeld
+from harness_cli.errors import HarnessError, LockHeld, PolicyRefused
 from harness_cli.improvement import gap_patterns, gap_reports, patch_suggester
 from harness_cli.improvement.retrospective import write_retrospective
 from harness_cli.improvement.thresholds import ImprovementThresholds
@@ -78,7 +78,8 @@ class Services:
 class FinalizeOutcome:
     case_id: str
     status: str
-    """``open``, ``no_gaps``, ``failed``; ``skipped`` (already done); ``not_due``; ``locked``."""
+    """``open``, ``no_gaps``, ``failed``; ``skipped`` (already done); ``not_due``; ``locked``;
+    ``denied`` (another work session holds the case: the message names it); ``waiting``."""
     message: str
     mr_url: str = ""
     kept: list[str] = field(default_factory=list)
@@ -343,9 +344,19 @@ def case_activity(case_id: str, folder: Path) -> list[datetime]:
 
 
 def finalize_due(
-    cfg: Config, services: Services, th: ImprovementThresholds, *, notify: bool = True
+    cfg: Config,
+    services: Services,
+    th: ImprovementThresholds,
+    *,
+    notify: bool = True,
+    enter: Callable[[str], Any] | None = None,
 ) -> list[FinalizeOutcome]:
-    """Every case with gap reports idle for ``finalize_idle_hours`` or more, finalized once."""
+    """Every case with gap reports idle for ``finalize_idle_hours`` or more, finalized once.
+    ``enter(case_id)``: the context each finalized case runs in — the command passes the shared
+    workflow entry (its work session: a case another session holds is ``denied``, naming it)."""
+    from harness_cli.sessions.waiting import AwaitingApproval
+
+    opened = enter or (lambda case_id: workflow_lock("finalize", case_id))
     idle = timedelta(hours=cfg.harness.thresholds.finalize_idle_hours)
     now = clock.now()
     state = files.patch_pr_state().read()
@@ -367,10 +378,14 @@ def finalize_due(
             outcomes.append(FinalizeOutcome(case_id, "not_due", f"idle {waited} of {_hours(idle)}"))
             continue
         try:
-            with workflow_lock("finalize", case_id):
+            with opened(case_id):
                 outcomes.append(finalize_case(cfg, case_id, services, th, due=True, notify=notify))
         except LockHeld:
             outcomes.append(FinalizeOutcome(case_id, "locked", "another finalize runs on it"))
+        except PolicyRefused as exc:  # held by another session: the next sweep tries again
+            outcomes.append(FinalizeOutcome(case_id, "denied", exc.message))
+        except AwaitingApproval as exc:
+            outcomes.append(FinalizeOutcome(case_id, "waiting", exc.message))
         except HarnessError as exc:  # one broken case never stops the others
             outcomes.append(FinalizeOutcome(case_id, "failed", exc.line()))
     return outcomes

@@ -5,12 +5,14 @@ just closed", and one with nothing left to fold in costs a directory listing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness_cli import clock
 from harness_cli.config import Config
-from harness_cli.errors import HarnessError, LockHeld
+from harness_cli.errors import HarnessError, LockHeld, PolicyRefused
 from harness_cli.memory import state as memstate
 from harness_cli.memory import transcripts
 from harness_cli.memory.consolidate import Consolidation, consolidate_case
@@ -27,6 +29,9 @@ class DueWalk:
     not_due: list[str] = field(default_factory=list)
     locked: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    denied: list[str] = field(default_factory=list)
+    """``<case>: <the gate's line>``: another session (maybe another machine's) holds it."""
+    waiting: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -34,10 +39,22 @@ class DueWalk:
             "not_due": self.not_due,
             "locked": self.locked,
             "failed": self.failed,
+            "denied": self.denied,
+            "waiting": self.waiting,
         }
 
 
-def consolidate_due(cfg: Config, *, out: Outbound | None = None) -> DueWalk:
+Enter = Callable[[str], AbstractContextManager[object]]
+"""What a sweep wraps each case it acts on in: the command passes the shared workflow entry
+(lock, work session with its preflight gate, journal, cost); the default is the lock alone."""
+
+
+def consolidate_due(
+    cfg: Config, *, out: Outbound | None = None, enter: Enter | None = None
+) -> DueWalk:
+    from harness_cli.sessions.waiting import AwaitingApproval
+
+    opened: Enter = enter or (lambda case_id: workflow_lock("consolidate", case_id))
     limits = thresholds_from(cfg.harness)
     walk = DueWalk()
     now = clock.now()
@@ -58,10 +75,14 @@ def consolidate_due(cfg: Config, *, out: Outbound | None = None) -> DueWalk:
             if not check.fires:
                 walk.not_due.append(case_id)
                 continue
-            with workflow_lock("consolidate", case_id):
+            with opened(case_id):
                 walk.done.append(consolidate_case(case_id, cfg=cfg, out=out))
         except LockHeld:
             walk.locked.append(case_id)
+        except PolicyRefused as exc:  # one busy case never stops the others
+            walk.denied.append(f"{case_id}: {exc.message}")
+        except AwaitingApproval as exc:
+            walk.waiting.append(f"{case_id}: {exc.message}")
         except HarnessError as exc:
             walk.failed.append(f"{case_id}: {exc.line()}")
     return walk

@@ -103,19 +103,27 @@ class Board:
                 ["git", "init", "-q", "--bare", self.remote], check=True, capture_output=True
             )
 
-    def snapshot(self) -> dict[str, Entry]:
-        """Every reservation ref of the remote (one fetch): ref name → (sha, document)."""
+    def snapshot(self, *, cached: bool = False) -> dict[str, Entry]:
+        """Every reservation ref of the remote (one fetch): ref name → (sha, document).
+        ``cached``: what this board last read or wrote, with no remote operation — only ever
+        a guess: a write decided on it carries leases on what it saw, so the remote refuses
+        it if anything moved since (reservations.py)."""
         self.ensure()
-        self.ops += 1
-        self._git(
-            "fetch",
-            "-q",
-            "--prune",
-            "--no-tags",
-            "--no-write-fetch-head",
-            self.remote,
-            f"+{REF_PREFIX}*:{SEEN}*",
-        )
+        read = self.local / "harness-read"
+        if cached and not read.exists():
+            cached = False  # never read: a guess from nothing would miss a first-layout hold
+        if not cached:
+            self.ops += 1
+            self._git(
+                "fetch",
+                "-q",
+                "--prune",
+                "--no-tags",
+                "--no-write-fetch-head",
+                self.remote,
+                f"+{REF_PREFIX}*:{SEEN}*",
+            )
+            read.touch()
         listed = self._git(
             "for-each-ref", "--format=%(refname)%09%(objectname)%09%(contents)", SEEN
         ).stdout
@@ -151,6 +159,26 @@ class Board:
         body = f"tree {self._empty_tree}\nauthor {stamp}\ncommitter {stamp}\n\n"
         return self._store("commit", (body + doc.model_dump_json() + "\n").encode())
 
+    def _remember(self, written: dict[str, str]) -> None:
+        """Mirror what just landed on the remote into the local copy (a local ref update, no
+        remote operation), so the next acquire's guess from the cache starts from it."""
+        lines = [
+            f"update {SEEN}{ref.removeprefix(REF_PREFIX)} {sha}\n"
+            if sha
+            else f"delete {SEEN}{ref.removeprefix(REF_PREFIX)}\n"
+            for ref, sha in written.items()
+            if ref.startswith(REF_PREFIX)  # only the namespace a fetch mirrors
+        ]
+        if lines:
+            subprocess.run(
+                ["git", "--git-dir", str(self.local), "update-ref", "--stdin"],
+                input="".join(lines),
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                check=False,
+            )
+
     def write(
         self, changes: dict[str, tuple[str, ScopeDoc | None]], *, atomic: bool = True
     ) -> dict[str, str] | None:
@@ -171,12 +199,14 @@ class Board:
         self.ops += 1
         proc = self._git(*args, *specs, check=False)
         if proc.returncode == 0:
+            self._remember(written)
             return written
         if not atomic and "\t" in proc.stdout:
             for line in proc.stdout.splitlines():
                 flag, _, rest = line.partition("\t")
                 if flag == "!" and "\t" in rest:
                     written.pop(rest.split("\t", 1)[0].rpartition(":")[2], None)
+            self._remember(written)
             return written
         said = (proc.stdout + proc.stderr).lower()
         if any(word in said for word in _LOST):

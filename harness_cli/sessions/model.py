@@ -128,7 +128,7 @@ class SessionRecord(_Doc):
 
 
 class WaitingRun(_Doc):
-    """``$HARNESS_HOME/sessions/waiting/<run>.json``: a run the gate warned about. It holds
+    """``sessions/waiting/<run>.json`` of the workspace: a run the gate warned about. It holds
     nothing (004: "une exécution qui attend un humain ne revendique rien")."""
 
     run: str

@@ -82,10 +82,11 @@ class Snapshot:
     stale: list[Hold] = field(default_factory=list)
 
 
-def look(board: Board, now: datetime, machine: str) -> Snapshot:
-    """Every hold on the remote, split into live and stale (one fetch). A session holding
-    several scopes appears once, with the elements of all of them."""
-    snap = Snapshot(board.snapshot())
+def look(board: Board, now: datetime, machine: str, *, cached: bool = False) -> Snapshot:
+    """Every hold on the remote, split into live and stale (one fetch; ``cached``: none, what
+    this board last saw). A session holding several scopes appears once, with the elements of
+    all of them."""
+    snap = Snapshot(board.snapshot(cached=cached))
     merged: dict[str, Hold] = {}
     for entry in snap.entries.values():
         for hold in entry.doc.holds:
@@ -103,10 +104,19 @@ def look(board: Board, now: datetime, machine: str) -> Snapshot:
 
 
 def _cleanup(snap: Snapshot, drop: set[str]) -> Changes:
-    """Every scope with a stale hold (or a hold of ``drop``) rewritten without it."""
+    """Every scope with a stale hold (or a hold of ``drop``) rewritten without it, and every
+    gate whose last mover holds nothing any more (it was cleaned up as stale, or died between
+    its release's two refs) deleted. Each on a lease on the sha read: a gate moved meanwhile by
+    a taker makes the whole push fail and the caller read again, so no taker is ever lost."""
     gone = {h.session for h in snap.stale} | drop
+    alive = {h.session for h in snap.live} - drop
     changes: Changes = {}
     for ref, entry in snap.entries.items():
+        if _is_gate(ref):
+            mover = (entry.doc.model_extra or {}).get("gate")
+            if isinstance(mover, str) and mover not in alive:
+                changes[ref] = (entry.sha, None)
+            continue
         if any(h.session in gone for h in entry.doc.holds) or entry.doc.scope == "?":
             holds = [h for h in entry.doc.holds if h.session not in gone]
             changes[ref] = (
@@ -135,10 +145,20 @@ def acquire(
     approved: bool = False,
 ) -> tuple[Verdict, Held | None]:
     """Decide and, on allow, hold ``request`` on every scope of its elements — atomically.
-    A warn or deny writes only the cleanup of stale holds (if any) and holds nothing."""
+    A warn or deny writes only the cleanup of stale holds (if any) and holds nothing.
+
+    The first try decides on this board's cached copy (no remote operation): if that says
+    allow, the push goes straight out with leases on the gates as cached, so the remote
+    refuses it if any holder came since — an uncontested dispatch opens in one push and a
+    lost race costs that push plus the read that names the winner. A warn or deny is never
+    believed from the cache (a holder may have left): it is read again first."""
     for attempt in range(attempts):
-        snap = look(board, now, machine)
+        ops = board.ops
+        snap = look(board, now, machine, cached=attempt == 0)
         verdict = preflight_gate(request, snap.live, policy, approved=approved)
+        if board.ops == ops and verdict.decision != "allow":  # decided on the cached copy
+            snap = look(board, now, machine)
+            verdict = preflight_gate(request, snap.live, policy, approved=approved)
         changes = _cleanup(snap, {request.session})
         mine: dict[str, ScopeDoc] = {}
         if verdict.decision == "allow":

@@ -6,7 +6,11 @@ ouvre une nouvelle", "Approuver ne valide pas l'ancien verdict les yeux fermés.
 
 The waiting state is a session state, not a case status: the case's status machine stays what
 the workflows made it (nothing started), and ``harness session list`` shows the run. One file
-per run under ``$HARNESS_HOME/sessions/waiting/`` (the machine whose run waited); one DM.
+per run under ``sessions/waiting/`` of the workspace, committed and pushed like the outcome
+reports, so every machine sees it and any machine's ``admin: approve <run>`` can start it; one
+DM. Two machines approving the same run at once: the first to create the ref
+``refs/harness/approvals/<run>`` on the workspace remote (a push on "must not exist", the
+remote decides) approves it, the other says so and starts nothing.
 """
 
 from __future__ import annotations
@@ -36,8 +40,57 @@ class AwaitingApproval(HarnessError):
     exit_code = EXIT_OK
 
 
+APPROVALS = "refs/harness/approvals/"
+
+
 def folder() -> Path:
-    return paths.home() / "sessions" / "waiting"
+    return paths.workspace() / "sessions" / "waiting"
+
+
+def _sync(path: Path, message: str) -> None:
+    """Commit and push one waiting run's file (best effort: the next sync pushes it)."""
+    if not (paths.workspace() / ".git").exists():
+        return
+    from harness_cli.config import load_config
+    from harness_cli.workspace import gitsync
+
+    try:
+        gitsync.sync(
+            paths.workspace(),
+            message,
+            paths=[path],
+            lock_dir=paths.locks_dir(),
+            max_push_attempts=load_config().harness.thresholds.git_push_attempts,
+        )
+    except Exception as exc:  # noqa: BLE001 - the file is on disk; the next sync pushes it
+        event(log, "waiting_not_synced", logging.WARNING, error=str(exc)[:300])
+
+
+def _pull() -> None:
+    """What the other machines parked or decided (best effort: a local-only workspace, or a
+    remote down, leaves this machine's view)."""
+    if not (paths.workspace() / ".git").exists():
+        return
+    from harness_cli.workspace import gitsync
+
+    try:
+        gitsync.pull(paths.workspace(), paths.locks_dir())
+    except Exception as exc:  # noqa: BLE001 - decide on what is on disk
+        event(log, "waiting_not_pulled", logging.WARNING, error=str(exc)[:300])
+
+
+def _claim(run: str) -> str:
+    """Create ``refs/harness/approvals/<run>`` on the workspace remote on "must not exist":
+    "" when this machine won, else who did (one push; the remote decides)."""
+    from harness_cli.sessions import lifecycle
+    from harness_cli.sessions.model import ScopeDoc
+
+    me = lifecycle.machine_id()
+    board = lifecycle.open_board()
+    doc = ScopeDoc.model_validate({"scope": f"approval:{run}", "by": me})
+    if board.write({APPROVALS + run: ("", doc)}) is not None:
+        return ""
+    return "another machine"
 
 
 def _path(run: str) -> Path:
@@ -46,6 +99,7 @@ def _path(run: str) -> Path:
 
 def _save(run: WaitingRun) -> None:
     atomic_write_text(_path(run.run), run.model_dump_json(indent=2) + "\n")
+    _sync(_path(run.run), f"Run {run.run} ({run.workflow} {run.case_id}) {run.state}")
 
 
 def load(run: str) -> WaitingRun:
@@ -167,10 +221,14 @@ def approve(run_id: str, *, backend: Any = None) -> str:
     from harness_cli import dispatch
     from harness_cli.sessions import lifecycle
 
+    _pull()  # the run may have waited on another machine
     expire_due()
     run = load(run_id)
     if run.state != "waiting_for_approval":
         return f"run {run.run} is {run.state}{f' ({run.note})' if run.note else ''}; nothing to do"
+    winner = _claim(run.run)
+    if winner:
+        return f"run {run.run} is being approved by {winner} already; nothing to do"
     payload = dispatch.Payload.model_validate(run.payload)
     verdict = lifecycle.preview(run.workflow, run.case_id, payload)
     if verdict.decision == "deny":

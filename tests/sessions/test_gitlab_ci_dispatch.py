@@ -152,3 +152,67 @@ def test_past_the_concurrency_cap_a_dispatch_waits_and_starts_when_a_slot_frees(
         p["status"] for p in box.gitlab.snapshot()["pipelines"] if p["project"] == "acme/harness"
     ]
     assert statuses == ["success", "success"]
+
+
+def test_a_job_stuck_past_its_limit_is_canceled_released_and_told_once(
+    cli, box: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Session 2 point 3: a job that took its session and then hangs (a call that never
+    returns) stays `running` on GitLab; the mr-monitor cycle after ci_dispatch.stuck_minutes
+    cancels it, releases its session and DMs the operator once."""
+    import os
+    import time
+    from datetime import datetime, timedelta
+
+    bare = tmp_path / "workspace-remote.git"
+    bare.mkdir()
+    Git(bare).run("init", "-q", "--bare", "--initial-branch=main")
+    assert cli("init", "--remote", f"file://{bare}")[0] == 0
+    box.gitlab.control(
+        "create_project",
+        {"path": "acme/harness", "files": {"README.md": "h\n"}, "ci_command": ["sh", str(JOB)]},
+    )
+    job_env = {
+        **box.env(),
+        "HARNESS_WORKSPACE_REMOTE": f"file://{bare}",
+        "HARNESS_CONFIG": str(tmp_path / "agent-config"),
+        "HARNESS_RUNTIME": "anthropic",
+        "HARNESS_BIN": str(REPO / ".venv" / "bin" / "harness"),
+        "HARNESS_DISPATCH": "record",
+        "HARNESS_HANG_AT": "session.opened",
+        "GIT_CONFIG_GLOBAL": os.environ["GIT_CONFIG_GLOBAL"],
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    box.gitlab.control("set_ci_variables", {"project": "acme/harness", "variables": job_env})
+    monkeypatch.setenv("HARNESS_DISPATCH", "gitlab-ci")
+    box.slack.post_as("C0SUPPORT", "U0CUSTOMER", f"{SAMPLE_TICKET} (AAA-101)")
+    assert cli("poll-slack", "--json")[0] == 0
+    deadline = time.monotonic() + 100
+    live: list[dict[str, object]] = []
+    while time.monotonic() < deadline and not live:  # the job clones, opens its session, hangs
+        time.sleep(1)
+        live = json.loads(cli("session", "list", "--json")[1])["data"]["live"]
+    [held] = live
+    [pipeline] = [p for p in box.gitlab.snapshot()["pipelines"] if p["project"] == "acme/harness"]
+    assert pipeline["status"] == "running" and held["pipeline"] == str(pipeline["id"])
+    code, out, err = cli("mr-monitor", "--json")  # not stuck yet: nothing happens
+    assert code == 0, err
+    assert "released" not in out
+    later = (datetime.now().astimezone() + timedelta(minutes=121)).isoformat()
+    monkeypatch.setenv("HARNESS_NOW", later)  # past stuck_minutes (120)
+    dms_before = len(box.slack.messages("D0SELF"))
+    code, out, err = cli("mr-monitor", "--json")
+    assert code == 0, err
+    assert f"pipeline {pipeline['id']} (investigate AAA-101) stuck: released 1 session(s)" in out
+    box.gitlab.wait_for_pipelines(timeout=30)
+    [after] = [p for p in box.gitlab.snapshot()["pipelines"] if p["project"] == "acme/harness"]
+    assert after["status"] == "canceled"  # the job's process was killed by the cancel
+    assert json.loads(cli("session", "list", "--json")[1])["data"]["live"] == []
+    told = [m["text"] for m in box.slack.messages("D0SELF")[dms_before:]]
+    assert len(told) == 1, told
+    assert f"pipeline {pipeline['id']}" in told[0] and "still running after 120 min" in told[0]
+    assert "canceled, 1 session(s) released" in told[0] and "AAA-101" in told[0]
+    code, out, err = cli("mr-monitor", "--json")  # told once: the next cycle says nothing more
+    assert code == 0, err
+    assert "stuck" not in out
+    assert len(box.slack.messages("D0SELF")) == dms_before + 1

@@ -188,3 +188,48 @@ def test_an_unapproved_run_is_cancelled_after_24_hours(
     assert f"cancelled unapproved run {run}" in out
     code, out, _ = cli("admin", f"approve {run}", "--json")
     assert "is cancelled (unapproved for 24 h)" in out
+
+
+def test_a_waiting_run_is_seen_and_approved_from_another_machine_once(
+    machines, cli, monkeypatch, config_dir: Path, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """Session 2 point 5: the run waited on machine A; machine B's `admin: approve <run>`
+    finds it (the workspace carries it), re-checks the gate and starts it; A's approval of the
+    same run afterwards starts nothing."""
+    from tests.sessions.conftest import call, here
+
+    _policy(
+        config_dir,
+        investigate={"exclusive": False, "on_overlap": "warn"},
+        **{"claude-code": {"exclusive": False, "on_overlap": "warn"}},
+    )
+    a, b = machines(2)
+    assert (
+        call(cli, monkeypatch, a, "session", "open", "--case", "AAA-16", "--task", "triage")[0] == 0
+    )
+    payload = _payload(tmp_path, "investigate", "AAA-16", "1700000000.000600")
+    code, _, err = call(cli, monkeypatch, a, "investigate", "--payload", str(payload))
+    assert code == 0, err
+    run = _waiting_run(err)
+    code, out, err = call(cli, monkeypatch, b, "admin", f"approve {run}", "--json")
+    assert code == 0, err + out
+    assert f"run {run} approved: investigate on AAA-16 started" in out, out
+    [approved] = [p for p in (b.home / "payloads").glob("*.json") if run in p.read_text()]
+    assert json.loads(approved.read_text())["args"]["approved_run"] == run
+    states = here(cli, monkeypatch, b, "session", "status")["waiting"]
+    assert [(w["run"], w["state"]) for w in states] == [(run, "approved")]
+    # A approves the same run a moment later: told, nothing dispatched twice
+    code, out, err = call(cli, monkeypatch, a, "admin", f"approve {run}", "--json")
+    assert code == 0, err + out
+    assert f"run {run} is approved" in out or "being approved by another machine" in out, out
+    assert not [p for p in (a.home / "payloads").glob("*.json") if run in p.read_text()]
+    # two machines approving one run at the same instant: the remote lets exactly one start it
+    again = _payload(tmp_path, "investigate", "AAA-16", "1700000000.000700")
+    run2 = _waiting_run(call(cli, monkeypatch, a, "investigate", "--payload", str(again))[2])
+    procs = [m.popen("admin", f"approve {run2}", "--json") for m in (a, b)]
+    said = [p.communicate(timeout=120)[0] for p in procs]
+    assert sum(f"run {run2} approved:" in s for s in said) == 1, said
+    started = [
+        p for m in (a, b) for p in (m.home / "payloads").glob("*.json") if run2 in p.read_text()
+    ]
+    assert len(started) == 1, said

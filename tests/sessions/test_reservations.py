@@ -99,7 +99,8 @@ def test_release_heartbeat_and_expiry_on_the_remote(tmp_path: Path, remote: str)
     element = [Element.repo("acme/billing", "src/invoice/")]
     first = _hold(1, element, T0)
     verdict, held = acquire(a, first, WorkflowPolicy(), now=T0, machine="m1", attempts=4)
-    assert verdict.decision == "allow" and held is not None and a.ops == 2  # fetch + push
+    # a board that never read reads first (fetch + push); then its cached copy is current
+    assert verdict.decision == "allow" and held is not None and a.ops == 2
     # a heartbeat at +4 min pushes the expiry to +9 min: one push, no fetch
     later = T0 + timedelta(minutes=4)
     assert renew(
@@ -234,8 +235,11 @@ def test_a_release_after_another_session_took_the_same_repository_is_one_push(
     first = _hold(1, [Element.repo("acme/billing", "src/invoice/")], T0)
     second = _hold(2, [Element.repo("acme/billing", "docs/")], T0)
     _, held_a = acquire(a, first, WorkflowPolicy(), now=T0, machine="m1", attempts=4)
+    look(b, T0, "m2")  # b has read the board once (its copy shows first's hold)
+    ops = b.ops
     verdict, held_b = acquire(b, second, WorkflowPolicy(), now=T0, machine="m2", attempts=4)
     assert verdict.decision == "allow" and held_a is not None and held_b is not None
+    assert b.ops == ops + 1  # decided on its current copy: the open is one push
     assert {h.session for h in look(b, T0, "m2").live} == {first.session, second.session}
     ops = a.ops
     assert renew(a, held_a, now=T0, machine="m1", attempts=4, update={"heartbeat_at": T0})
@@ -251,3 +255,39 @@ def test_a_release_after_another_session_took_the_same_repository_is_one_push(
         text=True,
     )
     assert listed.stdout == ""
+
+
+def test_a_lost_race_costs_its_push_and_the_read_that_names_the_winner(
+    tmp_path: Path, remote: str
+) -> None:
+    """Session 2: losers cheaper. Both boards have read the (empty) remote; a takes the case in
+    one push; b, deciding on its copy, pushes, loses on the gate's lease, reads once and is
+    denied naming a — two remote operations, where a racing loser used to read, push, lose
+    and read again (three). The price: a loser arriving after the winner landed also pays
+    two (it used to pay one read)."""
+    a, b = Board(tmp_path / "a.git", remote), Board(tmp_path / "b.git", remote)
+    look(a, T0, "m1"), look(b, T0, "m2")
+    case = [Element.case("AAA-40")]
+    ops_a, ops_b = a.ops, b.ops
+    first = _hold(1, case, T0)
+    assert acquire(a, first, WorkflowPolicy(), now=T0, machine="m1", attempts=4)[1] is not None
+    assert a.ops == ops_a + 1
+    verdict, held = acquire(
+        b, _hold(2, case, T0), WorkflowPolicy(), now=T0, machine="m2", attempts=4
+    )
+    assert verdict.decision == "deny" and held is None
+    assert verdict.reasons == [
+        'session denied by preflight gate: "case AAA-40" is being worked on by '
+        "harness/dev-agent/m1 (task of m1)"
+    ]
+    assert b.ops == ops_b + 2
+    # b's copy is current now: a second try while a still holds it is one read (never a
+    # deny believed from the copy alone)
+    ops_b = b.ops
+    assert (
+        acquire(b, _hold(2, case, T0), WorkflowPolicy(), now=T0, machine="m2", attempts=4)[
+            0
+        ].decision
+        == "deny"
+    )
+    assert b.ops == ops_b + 1
