@@ -7,8 +7,10 @@ a case on disk; the difference per call is the meter's. The runtime is a stand-i
 returns at once — a model call takes seconds, so any real one would hide the overhead.
 
 `harness cost`: 100,000 lines in the meter's own format over 30 day files, 40 cases, 3
-projects; timed in-process (``meter.totals``) and as the whole command with farm-bench
-against `harness --version` (the CLI's own start-up) in the same run.
+projects. Written whole with no index (a log from before the index), timed in-process and
+cold (``meter.totals``); appended line by line by the meter itself (as the harness writes
+them: the first call of a day sums the day before), timed as the whole command — its first,
+cold run, then with farm-bench against `harness --version` (the CLI's own start-up).
 """
 
 from __future__ import annotations
@@ -77,7 +79,11 @@ def per_call(root: Path) -> tuple[float, float]:
     return base, with_meter
 
 
-def write_log(home: Path) -> None:
+def write_log(home: Path, *, through_meter: bool = False) -> None:
+    """100,000 calls over 30 days. ``through_meter``: each line appended by the meter's own
+    write path (``meter.append``), as the harness writes them — the first call of each day sums
+    the day before into ``.index/``; otherwise the day files are written whole, unindexed (a
+    log from before the index, or copied in by hand)."""
     rng = random.Random(1)
     folder = home / "logs" / "cost"
     folder.mkdir(parents=True)
@@ -99,7 +105,14 @@ def write_log(home: Path) -> None:
                 "cr": rng.randrange(30000), "usd": round(rng.random() / 20, 6), "rep": True,
                 "s": 12.5, "turns": 3,
             }, separators=(",", ":")))  # fmt: skip
-        (folder / f"{at.date().isoformat()}.jsonl").write_text("\n".join(lines) + "\n")
+        if not through_meter:
+            (folder / f"{at.date().isoformat()}.jsonl").write_text("\n".join(lines) + "\n")
+            continue
+        os.environ["HARNESS_HOME"] = str(home)
+        from harness_cli.cost import meter
+
+        for line in lines:
+            meter.append(json.loads(line), at.date())
 
 
 def main() -> None:
@@ -111,9 +124,9 @@ def main() -> None:
               f"{metered * 1e6:.1f} µs/call → overhead {overhead_ms:.3f} ms/call "
               f"(goal < 1 ms: {'met' if overhead_ms < 1 else 'MISSED'})")  # fmt: skip
 
-        home = root / "logged"
-        write_log(home)
-        os.environ["HARNESS_HOME"] = str(home)
+        raw = root / "unindexed"
+        write_log(raw)
+        os.environ["HARNESS_HOME"] = str(raw)
         from harness_cli.cost.meter import totals
 
         began = time.perf_counter()
@@ -121,11 +134,20 @@ def main() -> None:
         inproc = time.perf_counter() - began
         assert report.total.calls == N_LOGGED, report.total.calls
         print(
-            f"meter.totals over {N_LOGGED:,} calls: {inproc:.3f} s in-process "
+            f"meter.totals over {N_LOGGED:,} calls in day files with no index (a log from "
+            f"before the index): {inproc:.3f} s in-process, cold "
             f"({len(report.groups['case'])} cases, {len(report.groups['day'])} days)"
         )
+        home = root / "logged"
+        began = time.perf_counter()
+        write_log(home, through_meter=True)
+        print(f"the same calls appended by the meter: {time.perf_counter() - began:.1f} s")
         harness = str(Path(sys.executable).with_name("harness"))
         env = {**os.environ, "HARNESS_HOME": str(home)}
+        began = time.perf_counter()
+        subprocess.run([harness, "cost", "--json"], env=env, capture_output=True, check=True)
+        print(f"`harness cost --json` over the meter's log, its first (cold) run: "
+              f"{time.perf_counter() - began:.3f} s wall (goal < 1 s)")  # fmt: skip
         out = subprocess.run(
             ["farm-bench", "-n", "5", "--vs", f"{harness} --version", "--", harness, "cost",
              "--json"], capture_output=True, text=True, env=env, timeout=300,

@@ -144,6 +144,36 @@ def test_an_index_of_an_older_layout_is_rebuilt(cli: Any) -> None:
     assert code == 0 and data["by_iteration"]["C-1 #3"]["usd"] == pytest.approx(0.5)
 
 
+def test_the_first_call_of_a_day_sums_the_days_before_it(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold `harness cost` parses only today's lines: each finished day was summed into
+    ``.index/`` by the first call of the day after it (the meter's own write path)."""
+    today = datetime.now(UTC).replace(hour=12)
+    for days, calls in ((3, 4), (1, 2), (0, 1)):
+        for _ in range(calls):
+            with meter.scope(case="C-1", project="team-a", workflow="investigate", run="r"):
+                meter.record(role="investigator", model="claude-sonnet-4-6", runtime="anthropic",
+                             input_tokens=10, output_tokens=5, cache_write_tokens=0,
+                             cache_read_tokens=0, usd=0.5, reported=True, seconds=0.1,
+                             at=today - timedelta(days=days))  # fmt: skip
+    indexed = sorted(p.stem for p in (meter.log_dir() / ".index").glob("*.json"))
+    finished = [(today - timedelta(days=d)).date().isoformat() for d in (3, 1)]
+    assert indexed == finished
+    parsed: list[int] = []
+    real_parse = meter._parse
+
+    def counting(data: bytes) -> Any:
+        parsed.append(data.count(b"\n"))
+        return real_parse(data)
+
+    monkeypatch.setattr(meter, "_parse", counting)
+    code, out, _ = cli("cost", "--json")
+    data = json.loads(out)["data"]
+    assert code == 0 and data["total"]["calls"] == 7 and data["total"]["usd"] == pytest.approx(3.5)
+    assert parsed == [1]  # today's one line; the finished days came from their index
+
+
 def test_the_price_table_is_harness_yaml_s() -> None:
     cheap = CostSettings(prices={"x": Price(input=1, output=2, cache_write=3, cache_read=4)},
                          default_model="x")  # fmt: skip
