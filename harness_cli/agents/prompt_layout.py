@@ -22,10 +22,12 @@ first and what changes with each call comes last:
 The role's framing sits after the system prompt (#22: "everything that varies per call —
 role, iteration, guard notes, the ticket — after the cache breakpoint"): held in the system
 prompt it made each role's first call in a case write tools and system again. The working
-directory sits in the user turn because it changes with every worktree, case and reviewer
-folder. Both runtimes send the user turn as these blocks: the harness's loop directly, the
-claude CLI as one stream-json user message (``--input-format stream-json``), which it passes
-on block by block, breakpoint included (it adds its own two on the system prompt and one on
+directory sits in the user turn because it changes with every worktree and case; a reviewer's
+folder is the same path each time that role reviews that case (``investigation/staging.py``),
+so a review of unchanged material is the same prompt, read whole from the cache. Both
+runtimes send the user turn as these blocks: the harness's loop directly, the claude CLI as
+one stream-json user message (``--input-format stream-json``), which it passes on block by
+block, breakpoint included (it adds its own two on the system prompt and one on
 the last message: four, the API's limit).
 
 No role resumes its previous call's session (``RunRequest.resume``, the CLI's ``--resume``),

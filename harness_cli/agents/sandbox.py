@@ -253,19 +253,30 @@ def scratch(stable: str | None = None) -> Iterator[Path]:
 
     ``stable`` (a name, e.g. a digest of the worktree's path) asks for the same path every
     time: the claude CLI writes its sandbox's folders into its Bash tool's definition, so a new
-    folder per run made every run's prompt a new prefix for the cache (#22). That folder lives
-    in a parent only this user can enter and is held with flock while in use; when it is held
-    (a concurrent run with the same name) or the parent is not safe, a fresh one is made."""
+    folder per run made every run's prompt a new prefix for the cache (#22)."""
+    with private_folder(stable, prefix="harness-agent-") as folder:
+        (folder / "home").mkdir()
+        yield folder
+
+
+@contextlib.contextmanager
+def private_folder(stable: str | None, *, prefix: str) -> Iterator[Path]:
+    """An empty folder only this user can enter, removed afterwards.
+
+    With a ``stable`` name it is the same path every time (#22: a path the model is shown is
+    part of the prompt's prefix, and a new one per run is a new prefix for the cache). That
+    folder lives in a parent only this user can enter and is held with flock while in use;
+    when it is held (a concurrent run with the same name) or the parent is not safe, a fresh
+    ``mkdtemp`` folder is made instead: a cache miss, never a shared folder."""
     held = _claim(stable) if stable else None
     try:
         if held is None:
-            folder = Path(tempfile.mkdtemp(prefix="harness-agent-"))
+            folder = Path(tempfile.mkdtemp(prefix=prefix))
         else:
             folder = Path(held.name).with_suffix("")
             shutil.rmtree(folder, ignore_errors=True)  # a killed run's leftovers
             folder.mkdir(mode=0o700)
         try:
-            (folder / "home").mkdir()
             yield folder
         finally:
             shutil.rmtree(folder, ignore_errors=True)

@@ -72,10 +72,10 @@ def review(
     report: CompletionReport,
     case_dir: Path,
 ) -> ReviewOutcome:
-    """Run both reviews, each in a fresh folder, and merge them into one verdict."""
+    """Run both reviews, each in its own emptied folder, and merge them into one verdict."""
     hidden = hidden_paths(case_dir)
     dimensions = "\n".join(f"- {code}: {name}" for code, name in DIMENSIONS.items())
-    with staged("adversarial-reviewer") as stage:
+    with staged("adversarial-reviewer", case_dir) as stage:
         stage_adversarial(stage, narrative, hidden)
         prompt = render(
             "adversarial-reviewer",
@@ -89,7 +89,7 @@ def review(
             else ABLATED_ADVERSARIAL
         )
         adversarial_files = dict(stage.files)
-    with staged("red-team") as stage:
+    with staged("red-team", case_dir) as stage:
         conclusion = conclusion_of(report)
         stage_red_team(stage, ticket, conclusion, hidden)
         prompt = render(

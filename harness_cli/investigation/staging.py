@@ -1,4 +1,4 @@
-"""What each reviewer may see, staged in a fresh folder of its own — isolation by construction,
+"""What each reviewer may see, staged in an emptied folder of its own — isolation by construction,
 not by instruction.
 
 - The red team (G5) "is shown only the original problem statement and the final conclusion. It
@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness_cli import paths
+from harness_cli.agents import sandbox
 
 HIDDEN_PATH = "<case folder>"
 
@@ -74,13 +73,17 @@ def hidden_paths(case_dir: Path) -> tuple[Path, ...]:
 
 
 @contextmanager
-def staged(role: str) -> Iterator[Staged]:
-    """A fresh, empty folder for one reviewer call, removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix=f"harness-{re.sub(r'[^a-z-]', '', role)}-"))
-    try:
+def staged(role: str, case_dir: Path) -> Iterator[Staged]:
+    """An empty folder for one reviewer call, removed afterwards: the same path each time this
+    role reviews this case (its name is a digest of both, so it says nothing of the case).
+
+    The folder is in the reviewer's prompt (its working directory), ahead of what it is asked:
+    at one path, a review of unchanged material is the same prompt and the prompt cache serves
+    it whole (#22). It is emptied before use, so nothing of an earlier review is left in it."""
+    role = re.sub(r"[^a-z-]", "", role)
+    digest = hashlib.sha256(f"{role}\0{case_dir.resolve()}".encode()).hexdigest()[:16]
+    with sandbox.private_folder(f"{role}-{digest}", prefix=f"harness-{role}-") as folder:
         yield Staged(folder)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def stage_red_team(stage: Staged, problem: str, conclusion: str, hidden: Sequence[Path]) -> None:
