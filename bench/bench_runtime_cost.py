@@ -43,7 +43,7 @@ from harness_cli.sandbox.anthropic_usage import (  # noqa: E402
 )
 from harness_cli.sandbox.demo import run_demo  # noqa: E402
 from harness_cli.sandbox.model_script import RequestView  # noqa: E402
-from harness_cli.sandbox.prompt_prefix import read_log  # noqa: E402
+from harness_cli.sandbox.prompt_prefix import analyze, reachable_share, read_log  # noqa: E402
 from harness_cli.sandbox.runner import ANTHROPIC_BODY_LOG, environment  # noqa: E402
 from harness_cli.services.claude_cli import find_claude  # noqa: E402
 
@@ -68,6 +68,9 @@ class Ticket:
     """Share read from the cache from the second request on, over the requests whose tools
     and system reach the model's minimum cacheable length (None: no such request). Below it
     the API caches nothing, whatever the layout: the prompts are not padded to get there."""
+    reachable: float = 0.0
+    """The most of that input any layout could read (``prompt_prefix.reachable_share``): what
+    an earlier request of the ticket sent before, from the start, at the model's minimum."""
     logged_usd: float = 0.0
     ok: bool = True
 
@@ -77,7 +80,8 @@ class Ticket:
         return (
             f"  {self.name:<28} {self.runtime:<11} {self.requests:4d} {u.input:8,d} "
             f"{u.cache_creation:8,d} {u.cache_read:9,d} {u.output:7,d} ${self.usd:7.4f} "
-            f"{self.later_read:6.1%} {self.role_read:6.1%}  ${self.logged_usd:7.4f}{mark}"
+            f"{self.later_read:6.1%} {self.reachable:6.1%} {self.role_read:6.1%}  "
+            f"${self.logged_usd:7.4f}{mark}"
         )
 
 
@@ -106,6 +110,8 @@ def measure(name: str, runtime: str, records: list[dict[str, Any]]) -> Ticket:
         roles.add(role)
     ticket.later_read, ticket.role_read = _read_share(later), _read_share(again)
     ticket.above_read = _read_share(above) if cacheable else None
+    model = str(records[0]["body"].get("model") or "") if records else ""
+    ticket.reachable = reachable_share(analyze(records), min_cacheable_tokens(model))
     return ticket
 
 
@@ -179,7 +185,7 @@ def main() -> None:
     print("cost per ticket, claude CLI beside the harness's own loop (same scripted model)")
     print(
         "  ticket                       runtime     reqs    input    write      read  output"
-        "        $  read≥2nd  ≥role's 2nd  logged $"
+        "        $  read≥2nd  reachable  ≥role's 2nd  logged $"
     )
     names = [t.name for t in tickets["claude-code"]]
     for name in names:
@@ -214,6 +220,13 @@ def main() -> None:
             f"{demo_share:.1%}; the eval cases median {share[len(share) // 2]:.1%}, lowest "
             f"{share[0]:.1%}, highest {share[-1]:.1%}; {len(low)}/{len(mine)} under "
             f"{GOAL_READ:.0%}"
+        )
+        reach = sorted(t.reachable for t in mine)
+        print(
+            f"  {'':<11} the most any layout could read there (what an earlier request of the "
+            f"ticket sent before): the demo {tickets[runtime][0].reachable:.1%}; the eval cases "
+            f"median {reach[len(reach) // 2]:.1%}, lowest {reach[0]:.1%}; "
+            f"{sum(1 for r in reach if r < GOAL_READ)}/{len(mine)} under {GOAL_READ:.0%} even so"
         )
         again = sorted(t.role_read for t in mine)
         print(

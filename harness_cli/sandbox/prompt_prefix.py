@@ -20,7 +20,7 @@ from typing import Any
 from harness_cli.sandbox.anthropic_usage import PromptBlock, prompt_blocks
 from harness_cli.sandbox.model_script import RequestView
 
-__all__ = ["CallPrefix", "analyze", "read_log", "render", "role_summary"]
+__all__ = ["CallPrefix", "analyze", "reachable_share", "read_log", "render", "role_summary"]
 
 SNIPPET = 70
 
@@ -106,6 +106,18 @@ def analyze(records: Iterable[Mapping[str, Any]]) -> list[CallPrefix]:
         seen.append(blocks)
         out.append(call)
     return out
+
+
+def reachable_share(calls: list[CallPrefix], minimum: int = 0) -> float:
+    """The most of the input from the second request on that any cache layout could read: a
+    request can reuse only what an earlier request sent before it, byte for byte from the
+    start (``shared``), and only a prefix of at least ``minimum`` tokens (the model's minimum
+    cacheable length). What is left is new to the ticket — its own prompts, another role's
+    own tools — and no breakpoint placement reads that (#22's bound on the layout)."""
+    later = calls[1:]
+    total = sum(c.total for c in later)
+    reusable = sum(c.shared for c in later if c.shared >= minimum)
+    return reusable / total if total else 0.0
 
 
 def _read_share(usage: Mapping[str, Any]) -> float:

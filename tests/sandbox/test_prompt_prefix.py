@@ -10,7 +10,13 @@ from typing import Any
 import anthropic
 
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
-from harness_cli.sandbox.prompt_prefix import analyze, read_log, render, role_summary
+from harness_cli.sandbox.prompt_prefix import (
+    analyze,
+    reachable_share,
+    read_log,
+    render,
+    role_summary,
+)
 
 MODEL = "claude-sonnet-4-6"
 TOOL: Any = {
@@ -64,6 +70,14 @@ def test_the_log_holds_each_body_and_the_report_says_where_the_prefix_first_diff
     assert ", moved: /tmp/x1" in third.snippet
     text = "\n".join(render(calls) + role_summary(calls))
     assert "system[0]" in text and "probe" in text
+    # the most a layout could read: what each later request shares with an earlier one
+    later = second.total + third.total
+    assert reachable_share(calls) == (second.shared + third.shared) / later
+    # a shared prefix below the model's minimum cacheable length counts for nothing
+    assert reachable_share(calls, minimum=first.tools + 1) == second.shared / later
+    # and the emulator's cache, with the breakpoint at the shared prefix, reads exactly that
+    read = sum(c.usage["cache_read_input_tokens"] for c in (second, third))
+    assert read == second.shared
 
 
 def test_the_body_log_is_bounded(tmp_path: Path) -> None:
