@@ -18,8 +18,14 @@ from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.investigation_library import CASE_ID, run_case
 from harness_cli.sandbox.runner import SANDBOX_TOKENS
 from harness_cli.sandbox.slack_api import SlackEmulator
+from harness_cli.services.claude_cli import find_claude
 
 LIBRARY = {c.id: c for c in load_library()}
+CLI = [
+    pytest.mark.claude_cli,
+    pytest.mark.slow,
+    pytest.mark.skipif(find_claude() is None, reason="claude CLI not found: run `make claude-cli`"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +43,14 @@ def _cost_lines(root: Path) -> list[dict[str, Any]]:
     return lines
 
 
+@pytest.mark.parametrize("runtime", [pytest.param("claude-code", marks=CLI), "anthropic"])
 def test_a_budget_crossed_mid_investigation_ends_it_with_nothing_lost(
-    model: AnthropicEmulator, tmp_path: Path
+    runtime: str, model: AnthropicEmulator, tmp_path: Path
 ) -> None:
+    """On both runtimes: the claude CLI's calls are larger (its tool definitions), and the
+    case's budget sits where both have spent more than precommit and iteration 1 is done."""
     case = LIBRARY["budget-mid-investigation"]
-    seen = run_case(case, "anthropic", anthropic=model, keep=tmp_path)
+    seen = run_case(case, runtime, anthropic=model, keep=tmp_path)
     assert check(case, seen) == []
     root = next(tmp_path.glob("harness-lib-*"))
     folder = root / "workspace" / "case-workspaces" / CASE_ID
@@ -55,7 +64,8 @@ def test_a_budget_crossed_mid_investigation_ends_it_with_nothing_lost(
     assert len(served) == sum(x["turns"] for x in investigate)  # nothing in flight was cut
     record = json.loads((folder / "case.json").read_text())
     assert record["status"] == "escalated" and record["exit"].startswith("exit=budget")
-    assert record["cost"]["by_workflow"]["investigate"]["tokens"] >= 2500
+    budget = case.setup.config["cost"]["budgets"]["workflow_tokens"]
+    assert record["cost"]["by_workflow"]["investigate"]["tokens"] >= budget
     assert len(seen.dm) == 1  # one DM, with the exit line, the spend and what to do
 
 
