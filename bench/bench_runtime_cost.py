@@ -18,12 +18,19 @@ reviewers have their own (read-only tools, no SOP or KB: their isolation), and s
 roles with a shell (the Bash tool, the CLI's own guidance).
 ``BENCH_CASES=a,b`` limits the eval cases (``none``: the demo only); the claude CLI's share
 needs `make claude-cli`.
+
+``BENCH_KB_TOKENS=N`` gives every project a knowledge base of ~N tokens instead of the packaged
+example's (~35 tokens): the harness's own docs stand in for one. A real project's SOP and KB
+are far longer than the example's, and on the harness's own loop they decide whether the case's
+shared prefix reaches the model's minimum cacheable length at all — this shows the same layout
+at a realistic size. The prompts the harness ships are not padded either way.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -135,9 +142,43 @@ def logged_cost(home: Path) -> float:
     return total
 
 
+def knowledge_base(tokens: int) -> str:
+    """~``tokens`` of real prose for a project's KB: the harness's own docs, cut at a line."""
+    text = "\n\n".join(
+        p.read_text(encoding="utf-8") for p in (REPO / "README.md", REPO / "docs" / "BEHAVIOURS.md")
+    )
+    if tokens * 4 > len(text):
+        raise SystemExit(f"BENCH_KB_TOKENS={tokens}: the docs hold ~{len(text) // 4} tokens")
+    return text[: text.rindex("\n", 0, tokens * 4)] + "\n"
+
+
+def seed_sops(target: Path) -> None:
+    """The packaged example's sops/ at ``target``, each project's KB ~BENCH_KB_TOKENS long."""
+    from harness_cli import resources
+
+    shutil.copytree(resources.example_sops(), target)
+    tokens = int(os.environ.get("BENCH_KB_TOKENS") or 0)
+    if tokens:
+        for kb in target.glob("*/KNOWLEDGE-BASE.md"):
+            kb.write_text(knowledge_base(tokens), encoding="utf-8")
+
+
+def config_root(tmp: Path) -> Path | None:
+    """With BENCH_KB_TOKENS, an eval trial's agent-config/ and sops/ (else the packaged ones)."""
+    from harness_cli import resources
+
+    if not os.environ.get("BENCH_KB_TOKENS"):
+        return None
+    shutil.copytree(resources.example_config(), tmp / "agent-config")
+    seed_sops(tmp / "sops")
+    return tmp
+
+
 def demo(runtime: str) -> Ticket:
     with tempfile.TemporaryDirectory(prefix="bench-cost-") as tmp:
         root = Path(tmp) / "demo"
+        if os.environ.get("BENCH_KB_TOKENS"):
+            seed_sops(root / "sops")  # the demo keeps a sops/ it finds (harness.yaml: ../sops)
         with environment({"HARNESS_RUNTIME": runtime}):
             report = run_demo(root, runtime=runtime)
         [records] = read_log(root / "sandbox" / ANTHROPIC_BODY_LOG)
@@ -151,18 +192,21 @@ def corpus(runtime: str, emu: AnthropicEmulator, log: Path) -> list[Ticket]:
 
     wanted = {c for c in os.environ.get("BENCH_CASES", "").split(",") if c}
     tickets = []
+    configs = Path(tempfile.mkdtemp(prefix="bench-cost-config-"))
+    shared = config_root(configs)
     for case in load_library():
         if (wanted and case.id not in wanted) or runtime not in case.setup.runtimes:
             continue
         log.write_text("")
         with tempfile.TemporaryDirectory(prefix="bench-cost-lib-") as keep:
-            seen = run_case(case, runtime, anthropic=emu, keep=Path(keep))
+            seen = run_case(case, runtime, anthropic=emu, keep=Path(keep), config_root=shared)
             [home] = list(Path(keep).glob("*/harness-home")) or [Path(keep)]
             logged = logged_cost(home)
         runs = read_log(log)
         ticket = measure(case.id, runtime, runs[-1] if runs else [])
         ticket.ok, ticket.logged_usd = not check(case, seen), logged
         tickets.append(ticket)
+    shutil.rmtree(configs, ignore_errors=True)
     return tickets
 
 
@@ -182,7 +226,11 @@ def main() -> None:
                     tickets[runtime] += corpus(runtime, emu, log)
             finally:
                 emu.stop()
-    print("cost per ticket, claude CLI beside the harness's own loop (same scripted model)")
+    kb = os.environ.get("BENCH_KB_TOKENS")
+    print(
+        "cost per ticket, claude CLI beside the harness's own loop (same scripted model); "
+        + (f"each project's KB ~{kb} tokens" if kb else "the packaged example's SOPs and KB")
+    )
     print(
         "  ticket                       runtime     reqs    input    write      read  output"
         "        $  read≥2nd  reachable  ≥role's 2nd  logged $"
