@@ -3,16 +3,21 @@ a teammate's clone that pushes concurrent commits, and worktrees under a temp ro
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness_cli.delivery import worktrees
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
+from harness_cli.sandbox.runner import Sandbox
 from harness_cli.services.git import Git
+from tests.conftest import REPO
+from tests.delivery.desk import Desk
 
 PROJECT = "acme/shop"
 APP = "greeting = hello\ncolour = blue\n"
@@ -110,3 +115,18 @@ def model(
     home.mkdir(exist_ok=True)
     monkeypatch.setenv("HOME", str(home))
     return model_server
+
+
+@pytest.fixture
+def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> Iterator[Desk]:
+    """The operator's desk on a fresh sandbox: the example config, `harness init` done, the
+    harness's own loop against the delivery_adversarial script."""
+    with Sandbox(tmp_path / "sb") as box:
+        for key, value in box.env().items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv("HARNESS_RUNTIME", "anthropic")
+        shutil.copytree(REPO / "agent-config", tmp_path / "agent-config")
+        shutil.copytree(REPO / "sops", tmp_path / "sops")
+        box.anthropic.load_script("delivery_adversarial")
+        assert cli("init")[0] == 0
+        yield Desk(box, cli, tmp_path / "harness-home")

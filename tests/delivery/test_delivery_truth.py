@@ -9,31 +9,14 @@ dispatches; the test runs each recorded payload through ``harness dev-agent --pa
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness_cli.sandbox.runner import Sandbox
-from tests.conftest import REPO
 from tests.delivery.desk import PROJECT, Desk, git
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> Iterator[Desk]:
-    with Sandbox(tmp_path / "sb") as box:
-        for key, value in box.env().items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.setenv("HARNESS_RUNTIME", "anthropic")
-        shutil.copytree(REPO / "agent-config", tmp_path / "agent-config")
-        shutil.copytree(REPO / "sops", tmp_path / "sops")
-        box.anthropic.load_script("delivery_adversarial")
-        assert cli("init")[0] == 0
-        yield Desk(box, cli, tmp_path / "harness-home")
 
 
 def _texts(posts: list[dict[str, Any]]) -> list[str]:

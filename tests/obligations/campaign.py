@@ -8,11 +8,31 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import pytest
 
 FULL = bool(os.environ.get("HARNESS_BENCH_FULL"))
 """The bench's full walk: every write step, more random instants."""
+RANDOM = pytest.mark.skipif(
+    not FULL, reason="random instants: bench/bench_crash_workflows.py (HARNESS_BENCH_FULL=1)"
+)
+"""A campaign's random-instant variants: the default run walks the write steps only."""
+
+
+def harness(
+    *args: str, env: dict[str, str] | None = None, stdout: int | IO[bytes] = subprocess.DEVNULL
+) -> subprocess.Popen[bytes]:
+    """``harness ARGS`` as its own process (a campaign SIGKILLs it), ``env`` laid over ours."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness_cli", *args],
+        env={**os.environ, **(env or {})},
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+    )
 
 
 def record(workflow: str, point: str, figures: dict[str, Any]) -> None:

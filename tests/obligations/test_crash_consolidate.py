@@ -8,11 +8,9 @@ all, counted on the Anthropic emulator's request log."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -23,13 +21,10 @@ from harness_cli.faults import ENV
 from harness_cli.memory.transcripts import list_all
 from harness_cli.services.git import Git
 from tests.memory.conftest import CASE, Memory, mem  # noqa: F401
-from tests.obligations.campaign import FULL, assert_clean, record
+from tests.obligations.campaign import FULL, RANDOM, assert_clean, harness, record
 
 T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 SECTION = "## Decisions from the follow-up conversation"
-RANDOM = pytest.mark.skipif(
-    not FULL, reason="random instants: bench/bench_crash_workflows.py (HARNESS_BENCH_FULL=1)"
-)
 STEPS = (
     ["run.consolidate.started", "run.consolidate.task_written", "run.consolidate.marked",
      "workspace.committed:1"]
@@ -49,12 +44,7 @@ def _talked(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
 
 
 def _consolidate(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness_cli", "consolidate", CASE, "--json"],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    return harness("consolidate", CASE, "--json", env=env)
 
 
 def _figures(mem: Memory) -> dict[str, Any]:  # noqa: F811

@@ -8,38 +8,20 @@ checked out"), and a commit that was never pushed reran as "nothing pushed" for 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from harness_cli.faults import ENV
-from harness_cli.sandbox.runner import Sandbox
 from harness_cli.services.git import Git
-from tests.conftest import REPO
 from tests.delivery.desk import Desk
 from tests.obligations.campaign import FULL, assert_clean, record
 
 pytestmark = pytest.mark.slow
 CASE = "DEV-9"
-
-
-@pytest.fixture
-def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> Iterator[Desk]:
-    with Sandbox(tmp_path / "sb") as box:
-        for key, value in box.env().items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.setenv("HARNESS_RUNTIME", "anthropic")
-        shutil.copytree(REPO / "agent-config", tmp_path / "agent-config")
-        shutil.copytree(REPO / "sops", tmp_path / "sops")
-        box.anthropic.load_script("delivery_adversarial")
-        assert cli("init")[0] == 0
-        yield Desk(box, cli, tmp_path / "harness-home")
 
 
 def _killed_task(point: str) -> bool:

@@ -7,11 +7,9 @@ finishes the work exactly once — one improvement MR, the operator told once, t
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -22,12 +20,9 @@ from harness_cli.services.git import Git
 from tests.improvement.conftest import ready  # noqa: F401
 from tests.improvement.corpus import gap_report
 from tests.improvement.test_finalize import CASE, World, gitlab_emu, model, world  # noqa: F401
-from tests.obligations.campaign import FULL, assert_clean, record
+from tests.obligations.campaign import FULL, RANDOM, assert_clean, harness, record
 
 pytestmark = pytest.mark.slow
-RANDOM = pytest.mark.skipif(
-    not FULL, reason="random instants: bench/bench_crash_workflows.py (HARNESS_BENCH_FULL=1)"
-)
 STEPS = (
     ["run.finalize.started", "delivery.committed", "run.finalize.proposed",
      "workspace.committed:1", "outbox.attempting:1", "outbox.landed:1"]
@@ -38,12 +33,7 @@ the case folder committed, the DM in flight and landed."""
 
 
 def _finalize(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness_cli", "finalize", CASE, "--json"],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    return harness("finalize", CASE, "--json", env=env)
 
 
 def _figures(world: World) -> dict[str, Any]:  # noqa: F811

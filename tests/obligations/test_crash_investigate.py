@@ -12,7 +12,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from typing import Any
 
@@ -21,16 +20,11 @@ import pytest
 from harness_cli.faults import ENV
 from harness_cli.services.git import Git
 from tests.investigation.conftest import CASE, TICKET, Investigation
-from tests.obligations.campaign import FULL, assert_clean, record
+from tests.obligations.campaign import FULL, assert_clean, harness, record
 
 
 def _investigate(env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness_cli", "investigate", CASE, "--json"],
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    return harness("investigate", CASE, "--json", env=env, stdout=subprocess.PIPE)
 
 
 def _drafts(emu: Any, thread_ts: str) -> list[dict[str, Any]]:

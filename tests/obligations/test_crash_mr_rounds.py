@@ -10,51 +10,25 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness_cli.faults import ENV
-from harness_cli.sandbox.runner import Sandbox
 from harness_cli.services.git import Git
-from tests.conftest import REPO
 from tests.delivery.desk import Desk
-from tests.obligations.campaign import FULL, assert_clean, record
+from tests.obligations.campaign import FULL, RANDOM, assert_clean, harness, record
 
 pytestmark = pytest.mark.slow
 CASE = "RND-1"
-RANDOM = pytest.mark.skipif(
-    not FULL, reason="random instants: bench/bench_crash_workflows.py (HARNESS_BENCH_FULL=1)"
-)
-
-
-@pytest.fixture
-def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> Iterator[Desk]:
-    with Sandbox(tmp_path / "sb") as box:
-        for key, value in box.env().items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.setenv("HARNESS_RUNTIME", "anthropic")
-        shutil.copytree(REPO / "agent-config", tmp_path / "agent-config")
-        shutil.copytree(REPO / "sops", tmp_path / "sops")
-        box.anthropic.load_script("delivery_adversarial")
-        assert cli("init")[0] == 0
-        yield Desk(box, cli, tmp_path / "harness-home")
 
 
 def _dev_agent(payload: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "harness_cli", "dev-agent", "--payload", str(payload)],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    return harness("dev-agent", "--payload", str(payload), env=env)
 
 
 def _kill(desk: Desk, mode: str, point: str | None, rng: random.Random | None) -> int:
