@@ -107,6 +107,8 @@ def allowed(token: Token, permission: str) -> bool:
     if token.permissions is None or not permission:
         return True
     name, _, level = permission.partition(":")
+    if name == "metadata":  # every fine-grained token may read metadata (GitHub makes it so)
+        return level == "read"
     return LEVELS.get(token.permissions.get(name, ""), 0) >= LEVELS[level]
 
 
