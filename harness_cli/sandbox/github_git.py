@@ -110,11 +110,15 @@ class FileChange:
     additions: int
     deletions: int
     patch: str
+    blob: str
 
-    def json(self, blob: str | None) -> dict[str, Any]:
+    def json(self, repo_api: str, repo_html: str, head: str) -> dict[str, Any]:
         return {
-            "sha": blob,
+            "sha": self.blob,
             "filename": self.filename,
+            "blob_url": f"{repo_html}/blob/{head}/{self.filename}",
+            "raw_url": f"{repo_html}/raw/{head}/{self.filename}",
+            "contents_url": f"{repo_api}/contents/{self.filename}?ref={head}",
             "status": self.status,
             "additions": self.additions,
             "deletions": self.deletions,
@@ -141,10 +145,12 @@ def compare(repo: Path, base: str, head: str) -> dict[str, Any]:
         status = "behind"
     files: list[FileChange] = []
     if merge_base:
-        names = git(repo, "diff", "--name-status", "-M", merge_base, head).stdout.splitlines()
+        names = git(repo, "diff", "--raw", "-M", merge_base, head).stdout.splitlines()
         counts = git(repo, "diff", "--numstat", "-M", merge_base, head).stdout.splitlines()
         for entry, count in zip(names, counts, strict=False):
-            parts = entry.split("\t")
+            meta, *paths = entry.split("\t")
+            parts = [meta.split()[-1], *paths]
+            blob = meta.split()[3]
             added, removed, _ = count.split("\t", 2)
             name = parts[-1]
             patch = git(repo, "diff", merge_base, head, "--", name).stdout
@@ -156,6 +162,7 @@ def compare(repo: Path, base: str, head: str) -> dict[str, Any]:
                     int(added) if added.isdigit() else 0,
                     int(removed) if removed.isdigit() else 0,
                     patch,
+                    blob,
                 )
             )
     return {

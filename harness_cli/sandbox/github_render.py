@@ -65,6 +65,33 @@ def user(account: Account, urls: Urls) -> dict[str, Any]:
     }
 
 
+def private_user(account: Account, urls: Urls) -> dict[str, Any]:
+    """``GET /user``: the caller's own account, with the private fields."""
+    return {
+        **user(account, urls),
+        "name": account.name,
+        "company": None,
+        "blog": "",
+        "location": None,
+        "email": None,
+        "hireable": None,
+        "bio": None,
+        "twitter_username": None,
+        "public_repos": 0,
+        "public_gists": 0,
+        "followers": 0,
+        "following": 0,
+        "created_at": "2024-01-01T00:00:00Z",
+        "updated_at": "2024-01-01T00:00:00Z",
+        "private_gists": 0,
+        "total_private_repos": 0,
+        "owned_private_repos": 0,
+        "disk_usage": 0,
+        "collaborators": 0,
+        "two_factor_authentication": True,
+    }
+
+
 def repo(item: Repo, urls: Urls, viewer: Account | None = None) -> dict[str, Any]:
     api, html = urls.repo(item), urls.html(item)
     data: dict[str, Any] = {
@@ -79,6 +106,36 @@ def repo(item: Repo, urls: Urls, viewer: Account | None = None) -> dict[str, Any
         "fork": False,
         "url": api,
         "archive_url": f"{api}/{{archive_format}}{{/ref}}",
+        **{
+            f"{key}_url": f"{api}/{path}"
+            for key, path in (
+                ("assignees", "assignees{/user}"),
+                ("blobs", "git/blobs{/sha}"),
+                ("collaborators", "collaborators{/collaborator}"),
+                ("contributors", "contributors"),
+                ("deployments", "deployments"),
+                ("downloads", "downloads"),
+                ("events", "events"),
+                ("forks", "forks"),
+                ("git_commits", "git/commits{/sha}"),
+                ("git_tags", "git/tags{/sha}"),
+                ("hooks", "hooks"),
+                ("issue_events", "issues/events{/number}"),
+                ("keys", "keys{/key_id}"),
+                ("labels", "labels{/name}"),
+                ("languages", "languages"),
+                ("merges", "merges"),
+                ("milestones", "milestones{/number}"),
+                ("notifications", "notifications{?since,all,participating}"),
+                ("releases", "releases{/id}"),
+                ("stargazers", "stargazers"),
+                ("subscribers", "subscribers"),
+                ("subscription", "subscription"),
+                ("tags", "tags"),
+                ("teams", "teams"),
+                ("trees", "git/trees{/sha}"),
+            )
+        },
         "branches_url": f"{api}/branches{{/branch}}",
         "comments_url": f"{api}/comments{{/number}}",
         "commits_url": f"{api}/commits{{/sha}}",
@@ -127,6 +184,8 @@ def repo(item: Repo, urls: Urls, viewer: Account | None = None) -> dict[str, Any
         "allow_rebase_merge": True,
         "allow_auto_merge": False,
         "delete_branch_on_merge": item.delete_branch_on_merge,
+        "network_count": 0,
+        "subscribers_count": 0,
     }
     if viewer is not None:
         data["permissions"] = {
@@ -359,7 +418,7 @@ def app(slug: str, urls: Urls) -> dict[str, Any]:
         "slug": slug,
         "node_id": node_id("A", "app", slug),
         "name": "GitHub Actions" if slug == "github-actions" else slug,
-        "owner": None,
+        "owner": user(Account(9919, "github", "GitHub", type="Organization"), urls),
         "description": "",
         "external_url": f"{urls.web}/apps/{slug}",
         "html_url": f"{urls.web}/apps/{slug}",

@@ -118,15 +118,15 @@ def get_review_comment(ctx: Ctx) -> Response:
 
 def edit_review_comment(ctx: Ctx) -> Response:
     repo, comment = _review_comment(ctx)
-    if comment.user.id != ctx.user.id:
+    if comment.user.id != ctx.user.id and not repo.can(ctx.user.id, "write"):
         raise error(403, "Must have admin rights to Repository.")
     comment.body, comment.updated_at = str(ctx.body().get("body") or comment.body), now()
     return Response.json(render.review_comment(comment, _pr_of(ctx, comment), repo, ctx.urls))
 
 
 def delete_review_comment(ctx: Ctx) -> Response:
-    _, comment = _review_comment(ctx)
-    if comment.user.id != ctx.user.id:
+    repo, comment = _review_comment(ctx)
+    if comment.user.id != ctx.user.id and not repo.can(ctx.user.id, "write"):
         raise error(403, "Must have admin rights to Repository.")
     ctx.state.review_comments.remove(comment)
     ctx.state.threads[comment.thread_id].comment_ids.remove(comment.id)
@@ -175,7 +175,7 @@ def get_issue_comment(ctx: Ctx) -> Response:
 
 def edit_issue_comment(ctx: Ctx) -> Response:
     repo, comment = _issue_comment(ctx)
-    if comment.user.id != ctx.user.id:
+    if comment.user.id != ctx.user.id and not repo.can(ctx.user.id, "write"):
         raise error(403, "Must have admin rights to Repository.")
     body = str(ctx.body().get("body") or "")
     if not body:
@@ -185,8 +185,8 @@ def edit_issue_comment(ctx: Ctx) -> Response:
 
 
 def delete_issue_comment(ctx: Ctx) -> Response:
-    _, comment = _issue_comment(ctx)
-    if comment.user.id != ctx.user.id:
+    repo, comment = _issue_comment(ctx)
+    if comment.user.id != ctx.user.id and not repo.can(ctx.user.id, "write"):
         raise error(403, "Must have admin rights to Repository.")
     ctx.state.issue_comments.remove(comment)
     return Response(status=204)
@@ -224,6 +224,8 @@ def get_issue(ctx: Ctx) -> Response:
         node_id=node_id("I", "issue", pr.id),
         repository_url=ctx.urls.repo(repo),
         comments_url=f"{api}/comments",
+        labels_url=f"{api}/labels{{/name}}",
+        events_url=f"{api}/events",
         comments=sum(
             1 for c in ctx.state.issue_comments if c.repo_id == repo.id and c.number == pr.number
         ),

@@ -30,6 +30,8 @@ def labels_json(ctx: Ctx, repo: Repo, names: list[str]) -> list[dict[str, Any]]:
             "color": "ededed",
             "default": False,
             "description": None,
+            "archived_at": None,
+            "archived_by": None,
         }
         for name in names
     ]
@@ -144,7 +146,9 @@ def pull_files(ctx: Ctx) -> Response:
     repo, pr = _pull(ctx)
     base = repo.seen_heads.get(pr.base_ref, pr.head_sha)
     files = github_git.compare(repo.bare, base, pr.head_sha)["files"]
-    return paginate(ctx, files, lambda f: f.json(None))
+    return paginate(
+        ctx, files, lambda f: f.json(ctx.urls.repo(repo), ctx.urls.html(repo), pr.head_sha)
+    )
 
 
 def pull_commits(ctx: Ctx) -> Response:

@@ -17,9 +17,7 @@ __all__ = ["ROUTES"]
 
 
 def current_user(ctx: Ctx) -> Response:
-    data = render.user(ctx.user, ctx.urls)
-    data.update(name=ctx.user.name, email=None, created_at="2024-01-01T00:00:00Z")
-    return Response.json(data)
+    return Response.json(render.private_user(ctx.user, ctx.urls))
 
 
 def get_user(ctx: Ctx) -> Response:
@@ -51,6 +49,9 @@ def _branch(ctx: Ctx, repo: Repo, head: gitlab_git.BranchHead, *, full: bool) ->
             "required_status_checks": {
                 "enforcement_level": "non_admins" if rule else "off",
                 "contexts": list(rule.required_checks) if rule else [],
+                "checks": [
+                    {"context": c, "app_id": None} for c in (rule.required_checks if rule else [])
+                ],
             },
         }
     return data
@@ -215,7 +216,7 @@ def get_commit(ctx: Ctx) -> Response:
     parent = info.parent_ids[0] if info.parent_ids else None
     if parent:
         files = github_git.compare(repo.bare, parent, info.sha)["files"]
-        data["files"] = [f.json(None) for f in files]
+        data["files"] = [f.json(ctx.urls.repo(repo), ctx.urls.html(repo), info.sha) for f in files]
         data["stats"] = {
             "additions": sum(f.additions for f in files),
             "deletions": sum(f.deletions for f in files),
@@ -240,6 +241,9 @@ def compare(ctx: Ctx) -> Response:
         {
             "url": f"{ctx.urls.repo(repo)}/compare/{base}...{head}",
             "html_url": f"{ctx.urls.html(repo)}/compare/{base}...{head}",
+            "permalink_url": f"{ctx.urls.html(repo)}/compare/{base_sha}...{head_sha}",
+            "diff_url": f"{ctx.urls.html(repo)}/compare/{base}...{head}.diff",
+            "patch_url": f"{ctx.urls.html(repo)}/compare/{base}...{head}.patch",
             "status": found["status"],
             "ahead_by": len(found["ahead"]),
             "behind_by": found["behind"],
@@ -247,7 +251,9 @@ def compare(ctx: Ctx) -> Response:
             "base_commit": render.commit(repo, merge_base, ctx.urls),
             "merge_base_commit": render.commit(repo, merge_base, ctx.urls),
             "commits": [render.commit(repo, i, ctx.urls) for i in infos if i is not None],
-            "files": [f.json(None) for f in found["files"]],
+            "files": [
+                f.json(ctx.urls.repo(repo), ctx.urls.html(repo), head_sha) for f in found["files"]
+            ],
         }
     )
 
@@ -308,5 +314,6 @@ ROUTES: list[Route] = [
     route("GET", f"{R}/commits/:ref", get_commit, "contents:read"),
     route("GET", f"{R}/compare/:basehead+", compare, "contents:read"),
     route("GET", f"{R}/contents", contents, "contents:read"),
+    route("GET", f"{R}/contents/", contents, "contents:read"),
     route("GET", f"{R}/contents/:path+", contents, "contents:read"),
 ]
