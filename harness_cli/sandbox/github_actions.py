@@ -13,18 +13,8 @@ import secrets
 from typing import TYPE_CHECKING
 
 from harness_cli.sandbox import gitlab_git
-from harness_cli.sandbox.github_model import (
-    Account,
-    CheckRun,
-    CommitStatus,
-    Job,
-    Repo,
-    Step,
-    Token,
-    Workflow,
-    WorkflowRun,
-    now,
-)
+from harness_cli.sandbox.github_model import Account, Repo, Token, now
+from harness_cli.sandbox.github_model_ci import CheckRun, Job, Step, Workflow, WorkflowRun
 from harness_cli.sandbox.github_runner import ActionsRunner
 from harness_cli.sandbox.github_workflows import (
     WORKFLOWS_DIR,
@@ -37,7 +27,7 @@ from harness_cli.sandbox.routing import ApiError
 if TYPE_CHECKING:
     from harness_cli.sandbox.github_state import GitHubState
 
-__all__ = ["CONCLUSIONS", "Actions", "checks_state"]
+__all__ = ["CONCLUSIONS", "Actions"]
 
 CONCLUSIONS = ("success", "failure", "cancelled", "timed_out", "skipped", "neutral")
 ACTIONS_APP = "github-actions"
@@ -316,34 +306,3 @@ class Actions:
         token = self.state.tokens.get(run.token)
         if token is not None:
             token.expired = True
-
-    # -- checks and statuses ----------------------------------------------------------------
-    def checks_for(self, repo: Repo, sha: str, *, latest: bool = True) -> list[CheckRun]:
-        runs = [c for c in self.state.check_runs.values() if c.repo_id == repo.id]
-        runs = [c for c in runs if c.head_sha == sha]
-        if latest:  # the newest check run per (app, name), as filter=latest
-            newest: dict[tuple[str, str], CheckRun] = {}
-            for check in sorted(runs, key=lambda c: c.id):
-                newest[(check.app, check.name)] = check
-            runs = list(newest.values())
-        return sorted(runs, key=lambda c: c.id, reverse=True)
-
-    def statuses_for(self, repo: Repo, sha: str) -> list[CommitStatus]:
-        found = [s for s in self.state.statuses if s.repo_id == repo.id and s.sha == sha]
-        return sorted(found, key=lambda s: s.id, reverse=True)
-
-
-def checks_state(checks: list[CheckRun], statuses: list[CommitStatus]) -> dict[str, str]:
-    """Name → success | failure | pending for every check and status context on a sha (the
-    newest status per context wins), what branch protection's required checks look at."""
-    found: dict[str, str] = {}
-    for status in sorted(statuses, key=lambda s: s.id):
-        found[status.context] = {"error": "failure"}.get(status.state, status.state)
-    for check in checks:
-        if check.status != "completed":
-            found[check.name] = "pending"
-        elif check.conclusion in ("success", "neutral", "skipped"):
-            found[check.name] = "success"
-        else:
-            found[check.name] = "failure"
-    return found

@@ -29,9 +29,11 @@ from harness_cli.sandbox import git_http
 from harness_cli.sandbox.github_control import GitHubControl
 from harness_cli.sandbox.github_graphql import run_graphql
 from harness_cli.sandbox.github_http import DOCS, Ctx, accepted_header, etag, wrap
+from harness_cli.sandbox.github_humans import HumanActions
 from harness_cli.sandbox.github_model import Account, Token
 from harness_cli.sandbox.github_render import Urls
 from harness_cli.sandbox.github_routes_actions import ROUTES as ACTIONS_ROUTES
+from harness_cli.sandbox.github_routes_checks import ROUTES as CHECK_ROUTES
 from harness_cli.sandbox.github_routes_comments import ROUTES as COMMENT_ROUTES
 from harness_cli.sandbox.github_routes_pulls import ROUTES as PULL_ROUTES
 from harness_cli.sandbox.github_routes_repo import ROUTES as REPO_ROUTES
@@ -52,8 +54,9 @@ class GitHubEmulator(Emulator):
         super().__init__()
         self.state = GitHubState(Path(data_dir))
         self.state.actions.runner.timeout = ci_timeout
-        self.routes = [*REPO_ROUTES, *COMMENT_ROUTES, *PULL_ROUTES, *ACTIONS_ROUTES]
+        self.routes = [*REPO_ROUTES, *COMMENT_ROUTES, *PULL_ROUTES, *CHECK_ROUTES, *ACTIONS_ROUTES]
         self.controls = GitHubControl(self)
+        self.humans = HumanActions(self.state)
         self.rate_limit_status = 403
         """What an exhausted primary rate limit answers (GitHub sends 403 or 429)."""
         self._request_ids = itertools.count(1)
@@ -277,7 +280,9 @@ class GitHubEmulator(Emulator):
 
     # -- control and state ------------------------------------------------------------------
     def control(self, action: str, body: dict[str, Any]) -> Any:
-        handler = getattr(self.controls, f"ctl_{action}", None)
+        handler = getattr(self.controls, f"ctl_{action}", None) or getattr(
+            self.humans, f"ctl_{action}", None
+        )
         if handler is None:
             return super().control(action, body)
         if action == "wait_for_runs":
@@ -287,7 +292,7 @@ class GitHubEmulator(Emulator):
 
     def snapshot(self) -> dict[str, Any]:
         with self.state.lock:
-            return {**self.controls.snapshot(), "requests": len(self.requests)}
+            return {**self.humans.snapshot(), "requests": len(self.requests)}
 
 
 def _rate_headers(window: RateWindow, resource: str) -> dict[str, str]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness_cli.sandbox import github_pulls, github_reviews
+from harness_cli.sandbox.github_graphql_mutations import mutation
 from harness_cli.sandbox.github_model import (
     Account,
     IssueComment,
@@ -31,7 +32,7 @@ from harness_cli.sandbox.github_state import GitHubState
 from harness_cli.sandbox.graphql import GraphQLError, Obj, execute
 from harness_cli.sandbox.routing import ApiError
 
-__all__ = ["run_graphql"]
+__all__ = ["Fn", "Schema", "run_graphql"]
 
 Fn = Callable[[dict[str, Any]], Any]
 
@@ -77,11 +78,11 @@ def _connection(items: Sequence[Any], args: dict[str, Any], make: Callable[[Any]
     )
 
 
-class _Schema:
+class Schema:
     def __init__(self, state: GitHubState, viewer: Account, token: Token, web: str) -> None:
         self.state, self.viewer, self.token, self.web = state, viewer, token, web
 
-    def _need(self, permission: str, level: str) -> None:
+    def need(self, permission: str, level: str) -> None:
         perms = self.token.permissions
         if (
             perms is not None
@@ -225,7 +226,7 @@ class _Schema:
             raise GraphQLError(message, "NOT_FOUND")
 
         def pull_request(a: dict[str, Any]) -> Obj:
-            self._need("pull_requests", "read")
+            self.need("pull_requests", "read")
             try:
                 return self.pull(github_pulls.find_pull(self.state, repo, int(a["number"])))
             except ApiError:
@@ -233,7 +234,7 @@ class _Schema:
                 raise GraphQLError(message, "NOT_FOUND") from None
 
         def pull_requests(a: dict[str, Any]) -> Obj:
-            self._need("pull_requests", "read")
+            self.need("pull_requests", "read")
             states = [str(s).lower() for s in (a.get("states") or ["OPEN", "CLOSED", "MERGED"])]
             items = [
                 p
@@ -275,25 +276,6 @@ class _Schema:
             f"Could not resolve to a node with the global id of '{args.get('id')}'", "NOT_FOUND"
         )
 
-    def _pull_input(self, args: dict[str, Any], key: str) -> PullRequest:
-        self._need("pull_requests", "write")
-        found = self.node({"id": (args.get("input") or {}).get(key)})
-        pr_id = found.fields["databaseId"]({})
-        return next(p for p in self.state.pulls if p.id == pr_id)
-
-    def _thread_input(self, args: dict[str, Any]) -> Thread:
-        self._need("pull_requests", "write")
-        decoded = decode_node(
-            str(
-                (args.get("input") or {}).get("threadId")
-                or (args.get("input") or {}).get("pullRequestReviewThreadId")
-                or ""
-            )
-        )
-        if not decoded or decoded[0] != "thread" or int(decoded[1]) not in self.state.threads:
-            raise GraphQLError("Could not resolve to a node with the global id", "NOT_FOUND")
-        return self.state.threads[int(decoded[1])]
-
     def query(self) -> Obj:
         rate = self.state.rate(self.viewer, "graphql")
         return Obj(
@@ -318,54 +300,6 @@ class _Schema:
             },
         )
 
-    def mutation(self) -> Obj:
-        def payload(args: dict[str, Any], **fields: Any) -> Obj:
-            client = (args.get("input") or {}).get("clientMutationId")
-            return Obj(
-                "Payload",
-                {"clientMutationId": _const(client), **{k: _const(v) for k, v in fields.items()}},
-            )
-
-        def set_draft(draft: bool) -> Fn:
-            def mutate(args: dict[str, Any]) -> Obj:
-                pr = self._pull_input(args, "pullRequestId")
-                pr.draft = draft
-                return payload(args, pullRequest=self.pull(pr))
-
-            return mutate
-
-        def resolve(resolved: bool) -> Fn:
-            def mutate(args: dict[str, Any]) -> Obj:
-                thread = self._thread_input(args)
-                github_reviews.resolve_thread(thread, self.viewer, resolved)
-                return payload(args, thread=self.thread(thread))
-
-            return mutate
-
-        def reply(args: dict[str, Any]) -> Obj:
-            thread = self._thread_input(args)
-            pr = next(p for p in self.state.pulls if p.id == thread.pr_id)
-            comment = github_reviews.add_review_comment(
-                self.state,
-                self.repo_of(pr),
-                pr,
-                self.viewer,
-                body=str((args.get("input") or {}).get("body") or ""),
-                in_reply_to=thread.comment_ids[0],
-            )
-            return payload(args, comment=self.review_comment(comment))
-
-        return Obj(
-            "Mutation",
-            {
-                "markPullRequestReadyForReview": set_draft(False),
-                "convertPullRequestToDraft": set_draft(True),
-                "resolveReviewThread": resolve(True),
-                "unresolveReviewThread": resolve(False),
-                "addPullRequestReviewThreadReply": reply,
-            },
-        )
-
 
 def run_graphql(
     state: GitHubState, viewer: Account, token: Token, web: str, body: Any
@@ -374,11 +308,11 @@ def run_graphql(
         return {
             "errors": [{"message": "A query attribute must be specified and must be a string."}]
         }
-    schema = _Schema(state, viewer, token, web)
+    schema = Schema(state, viewer, token, web)
     variables = body.get("variables") if isinstance(body.get("variables"), dict) else None
     with state.lock:
         return execute(
             body["query"],
             variables,
-            lambda kind: schema.mutation() if kind == "mutation" else schema.query(),
+            lambda kind: mutation(schema) if kind == "mutation" else schema.query(),
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harness_cli.sandbox import github_git, gitlab_git
-from harness_cli.sandbox.github_actions import checks_state
+from harness_cli.sandbox.github_checks import sha_checks
 from harness_cli.sandbox.github_model import Account, PullRequest, Repo, not_found, now
 from harness_cli.sandbox.routing import ApiError
 
@@ -79,9 +79,7 @@ def mergeability(
         return True, "draft"
     if blocked_reason(state, repo, pr) is not None:
         return True, "blocked"
-    checks = checks_state(
-        state.actions.checks_for(repo, pr.head_sha), state.actions.statuses_for(repo, pr.head_sha)
-    )
+    checks = sha_checks(state, repo, pr.head_sha)
     if any(v != "success" for v in checks.values()):
         return True, "unstable"
     return True, "clean"
@@ -92,9 +90,7 @@ def blocked_reason(state: GitHubState, repo: Repo, pr: PullRequest) -> str | Non
     rule = repo.protections.get(pr.base_ref)
     if rule is None:
         return None
-    checks = checks_state(
-        state.actions.checks_for(repo, pr.head_sha), state.actions.statuses_for(repo, pr.head_sha)
-    )
+    checks = sha_checks(state, repo, pr.head_sha)
     for name in rule.required_checks:
         if checks.get(name) != "success":
             state_word = checks.get(name, "expected")

@@ -1,5 +1,5 @@
-"""GitHub REST handlers for check runs, commit statuses and Actions (workflows, runs, jobs,
-logs, dispatch, re-run, cancel).
+"""GitHub REST handlers for Actions: workflows, runs, jobs, logs, dispatch, re-run, cancel
+(check runs and statuses are in :mod:`github_routes_checks`).
 
 Logs are downloaded as on GitHub: ``GET …/jobs/{id}/logs`` and ``GET …/runs/{id}/logs``
 answer ``302`` to a short-lived URL that needs no token (a plain-text job log; a zip of the
@@ -12,19 +12,12 @@ import secrets
 import time
 from typing import Any
 
-from harness_cli.sandbox import github_pulls, gitlab_git
 from harness_cli.sandbox import github_render as render
+from harness_cli.sandbox import gitlab_git
 from harness_cli.sandbox.github_http import Ctx, Route, error, paginate, route
-from harness_cli.sandbox.github_model import (
-    CommitStatus,
-    Job,
-    Repo,
-    WorkflowRun,
-    iso,
-    node_id,
-    not_found,
-    now,
-)
+from harness_cli.sandbox.github_model import Repo, iso, node_id, not_found
+from harness_cli.sandbox.github_model_ci import Job, WorkflowRun
+from harness_cli.sandbox.github_routes_checks import pulls_of
 from harness_cli.sandbox.httpbase import Response
 
 __all__ = ["BLOB_TTL", "ROUTES", "run_json"]
@@ -32,127 +25,6 @@ __all__ = ["BLOB_TTL", "ROUTES", "run_json"]
 BLOB_TTL = 60.0
 """Seconds a log download URL stays valid (GitHub: "expires after 1 minute")."""
 STATUS_STATES = ("error", "failure", "pending", "success")
-
-
-def _sha(ctx: Ctx, repo: Repo) -> str:
-    sha = gitlab_git.rev_parse(repo.bare, ctx.params["ref"])
-    if sha is None:
-        raise error(422, f"No commit found for SHA: {ctx.params['ref']}")
-    return sha
-
-
-def _pulls_of(ctx: Ctx, repo: Repo, numbers: list[int]) -> list[dict[str, Any]]:
-    found = []
-    for number in numbers:
-        pr = github_pulls.find_pull(ctx.state, repo, number)
-        mini = {"id": repo.id, "url": ctx.urls.repo(repo), "name": repo.name}
-        found.append(
-            {
-                "url": f"{ctx.urls.repo(repo)}/pulls/{number}",
-                "id": pr.id,
-                "number": number,
-                "head": {"ref": pr.head_ref, "sha": pr.head_sha, "repo": mini},
-                "base": {"ref": pr.base_ref, "sha": repo.seen_heads.get(pr.base_ref), "repo": mini},
-            }
-        )
-    return found
-
-
-# -- checks and statuses -------------------------------------------------------------------
-def check_runs_for_ref(ctx: Ctx) -> Response:
-    repo = ctx.repo()
-    sha = _sha(ctx, repo)
-    items = ctx.state.actions.checks_for(
-        repo, sha, latest=(ctx.arg("filter") or "latest") == "latest"
-    )
-    for name in ("check_name", "status"):
-        wanted = ctx.arg(name)
-        if wanted:
-            attr = "name" if name == "check_name" else "status"
-            items = [c for c in items if getattr(c, attr) == wanted]
-    pulls = _pulls_of(
-        ctx,
-        repo,
-        [
-            p.number
-            for p in ctx.state.pulls
-            if p.repo_id == repo.id and p.head_sha == sha and p.state == "open"
-        ],
-    )
-    return paginate(
-        ctx, items, lambda c: render.check_run(c, repo, ctx.urls, pulls), key="check_runs"
-    )
-
-
-def get_check_run(ctx: Ctx) -> Response:
-    repo = ctx.repo()
-    check = ctx.state.check_runs.get(ctx.number("check_id"))
-    if check is None or check.repo_id != repo.id:
-        raise not_found()
-    return Response.json(render.check_run(check, repo, ctx.urls, []))
-
-
-def create_check_run(ctx: Ctx) -> Response:
-    ctx.repo("write")
-    raise error(403, "You must authenticate via a GitHub App.")
-
-
-def create_status(ctx: Ctx) -> Response:
-    repo = ctx.repo("write")
-    sha = gitlab_git.rev_parse(repo.bare, ctx.params["sha"])
-    body = ctx.body()
-    state = body.get("state")
-    if sha is None:
-        raise error(422, f"No commit found for SHA: {ctx.params['sha']}")
-    if state not in STATUS_STATES:
-        raise error(422, "Validation Failed")
-    at = now()
-    status = CommitStatus(
-        id=ctx.state.next_id("status") + 7_000_000,
-        repo_id=repo.id,
-        sha=sha,
-        state=str(state),
-        context=str(body.get("context") or "default"),
-        description=body.get("description"),
-        target_url=body.get("target_url"),
-        creator=ctx.user,
-        created_at=at,
-        updated_at=at,
-    )
-    ctx.state.statuses.append(status)
-    return Response.json(render.status(status, repo, ctx.urls), status=201)
-
-
-def list_statuses(ctx: Ctx) -> Response:
-    repo = ctx.repo()
-    items = ctx.state.actions.statuses_for(repo, _sha(ctx, repo))
-    return paginate(ctx, items, lambda s: render.status(s, repo, ctx.urls))
-
-
-def combined_status(ctx: Ctx) -> Response:
-    repo = ctx.repo()
-    sha = _sha(ctx, repo)
-    latest: dict[str, CommitStatus] = {}
-    for status in sorted(ctx.state.actions.statuses_for(repo, sha), key=lambda s: s.id):
-        latest[status.context] = status
-    states = {s.state for s in latest.values()}
-    if states & {"error", "failure"}:
-        combined = "failure"
-    elif not states or "pending" in states:
-        combined = "pending"
-    else:
-        combined = "success"
-    return Response.json(
-        {
-            "state": combined,
-            "statuses": [render.status(s, repo, ctx.urls) for s in latest.values()],
-            "sha": sha,
-            "total_count": len(latest),
-            "repository": render.repo(repo, ctx.urls),
-            "commit_url": f"{ctx.urls.repo(repo)}/commits/{sha}",
-            "url": f"{ctx.urls.repo(repo)}/commits/{sha}/status",
-        }
-    )
 
 
 # -- workflows and runs --------------------------------------------------------------------
@@ -192,7 +64,7 @@ def run_json(ctx: Ctx, repo: Repo, run: WorkflowRun) -> dict[str, Any]:
         "check_suite_node_id": node_id("CS", "suite", run.check_suite_id),
         "url": api,
         "html_url": f"{ctx.urls.html(repo)}/actions/runs/{run.id}",
-        "pull_requests": _pulls_of(ctx, repo, run.pull_numbers),
+        "pull_requests": pulls_of(ctx, repo, run.pull_numbers),
         "created_at": iso(run.created_at),
         "updated_at": iso(run.updated_at),
         "actor": render.user(run.actor, ctx.urls),
@@ -387,12 +259,6 @@ def cancel(ctx: Ctx) -> Response:
 R = "/repos/:owner/:repo"
 A = f"{R}/actions"
 ROUTES: list[Route] = [
-    route("GET", f"{R}/commits/:ref/check-runs", check_runs_for_ref, "checks:read"),
-    route("GET", f"{R}/check-runs/:check_id", get_check_run, "checks:read"),
-    route("POST", f"{R}/check-runs", create_check_run, "checks:write"),
-    route("GET", f"{R}/commits/:ref/status", combined_status, "statuses:read"),
-    route("GET", f"{R}/commits/:ref/statuses", list_statuses, "statuses:read"),
-    route("POST", f"{R}/statuses/:sha", create_status, "statuses:write"),
     route("GET", f"{A}/workflows", list_workflows, "actions:read"),
     route("GET", f"{A}/workflows/:workflow_id", get_workflow, "actions:read"),
     route("POST", f"{A}/workflows/:workflow_id/dispatches", dispatch, "actions:write"),

@@ -12,6 +12,7 @@ from typing import Any
 
 from harness_cli.sandbox import github_pulls, github_reviews
 from harness_cli.sandbox import github_render as render
+from harness_cli.sandbox import github_render_items as shapes
 from harness_cli.sandbox.github_http import Ctx, Route, error, paginate, route
 from harness_cli.sandbox.github_model import (
     IssueComment,
@@ -53,7 +54,7 @@ def list_review_comments(ctx: Ctx) -> Response:
         if c.pr_id == pr.id and github_reviews.visible(ctx.state, c, ctx.user)
     ]
     items = _sorted(ctx, items, default_direction="asc")
-    return paginate(ctx, items, lambda c: render.review_comment(c, pr, repo, ctx.urls))
+    return paginate(ctx, items, lambda c: shapes.review_comment(c, pr, repo, ctx.urls))
 
 
 def repo_review_comments(ctx: Ctx) -> Response:
@@ -65,7 +66,7 @@ def repo_review_comments(ctx: Ctx) -> Response:
         if c.pr_id in ids and github_reviews.visible(ctx.state, c, ctx.user)
     ]
     items = _sorted(ctx, items, default_direction="asc")
-    return paginate(ctx, items, lambda c: render.review_comment(c, _pr_of(ctx, c), repo, ctx.urls))
+    return paginate(ctx, items, lambda c: shapes.review_comment(c, _pr_of(ctx, c), repo, ctx.urls))
 
 
 def create_review_comment(ctx: Ctx) -> Response:
@@ -86,7 +87,7 @@ def create_review_comment(ctx: Ctx) -> Response:
         commit_id=body.get("commit_id"),
         in_reply_to=int(reply_to) if reply_to is not None else None,
     )
-    return Response.json(render.review_comment(comment, pr, repo, ctx.urls), status=201)
+    return Response.json(shapes.review_comment(comment, pr, repo, ctx.urls), status=201)
 
 
 def reply(ctx: Ctx) -> Response:
@@ -100,7 +101,7 @@ def reply(ctx: Ctx) -> Response:
         body=str(ctx.body().get("body") or ""),
         in_reply_to=ctx.number("comment_id"),
     )
-    return Response.json(render.review_comment(comment, pr, repo, ctx.urls), status=201)
+    return Response.json(shapes.review_comment(comment, pr, repo, ctx.urls), status=201)
 
 
 def _review_comment(ctx: Ctx) -> tuple[Repo, ReviewComment]:
@@ -113,7 +114,7 @@ def _review_comment(ctx: Ctx) -> tuple[Repo, ReviewComment]:
 
 def get_review_comment(ctx: Ctx) -> Response:
     repo, comment = _review_comment(ctx)
-    return Response.json(render.review_comment(comment, _pr_of(ctx, comment), repo, ctx.urls))
+    return Response.json(shapes.review_comment(comment, _pr_of(ctx, comment), repo, ctx.urls))
 
 
 def edit_review_comment(ctx: Ctx) -> Response:
@@ -121,7 +122,7 @@ def edit_review_comment(ctx: Ctx) -> Response:
     if comment.user.id != ctx.user.id and not repo.can(ctx.user.id, "write"):
         raise error(403, "Must have admin rights to Repository.")
     comment.body, comment.updated_at = str(ctx.body().get("body") or comment.body), now()
-    return Response.json(render.review_comment(comment, _pr_of(ctx, comment), repo, ctx.urls))
+    return Response.json(shapes.review_comment(comment, _pr_of(ctx, comment), repo, ctx.urls))
 
 
 def delete_review_comment(ctx: Ctx) -> Response:
@@ -140,14 +141,14 @@ def list_issue_comments(ctx: Ctx) -> Response:
     github_pulls.find_pull(ctx.state, repo, number)  # this emulator's issues are its pulls
     items = [c for c in ctx.state.issue_comments if c.repo_id == repo.id and c.number == number]
     items = _sorted(ctx, items, default_direction="asc")
-    return paginate(ctx, items, lambda c: render.issue_comment(c, repo, ctx.urls))
+    return paginate(ctx, items, lambda c: shapes.issue_comment(c, repo, ctx.urls))
 
 
 def repo_issue_comments(ctx: Ctx) -> Response:
     repo = ctx.repo()
     items = [c for c in ctx.state.issue_comments if c.repo_id == repo.id]
     items = _sorted(ctx, items, default_direction="asc")
-    return paginate(ctx, items, lambda c: render.issue_comment(c, repo, ctx.urls))
+    return paginate(ctx, items, lambda c: shapes.issue_comment(c, repo, ctx.urls))
 
 
 def create_issue_comment(ctx: Ctx) -> Response:
@@ -157,7 +158,7 @@ def create_issue_comment(ctx: Ctx) -> Response:
     comment = github_reviews.add_issue_comment(
         ctx.state, repo, number, ctx.user, str(ctx.body().get("body") or "")
     )
-    return Response.json(render.issue_comment(comment, repo, ctx.urls), status=201)
+    return Response.json(shapes.issue_comment(comment, repo, ctx.urls), status=201)
 
 
 def _issue_comment(ctx: Ctx) -> tuple[Repo, IssueComment]:
@@ -170,7 +171,7 @@ def _issue_comment(ctx: Ctx) -> tuple[Repo, IssueComment]:
 
 def get_issue_comment(ctx: Ctx) -> Response:
     repo, comment = _issue_comment(ctx)
-    return Response.json(render.issue_comment(comment, repo, ctx.urls))
+    return Response.json(shapes.issue_comment(comment, repo, ctx.urls))
 
 
 def edit_issue_comment(ctx: Ctx) -> Response:
@@ -181,7 +182,7 @@ def edit_issue_comment(ctx: Ctx) -> Response:
     if not body:
         raise error(422, "Validation Failed")
     comment.body, comment.updated_at = body, now()
-    return Response.json(render.issue_comment(comment, repo, ctx.urls))
+    return Response.json(shapes.issue_comment(comment, repo, ctx.urls))
 
 
 def delete_issue_comment(ctx: Ctx) -> Response:

@@ -12,6 +12,7 @@ from typing import Any
 
 from harness_cli.sandbox import github_git, github_pulls, github_reviews
 from harness_cli.sandbox import github_render as render
+from harness_cli.sandbox import github_render_items as shapes
 from harness_cli.sandbox.github_http import Ctx, Route, error, paginate, route
 from harness_cli.sandbox.github_model import PullRequest, Repo, Review, node_id, not_found
 from harness_cli.sandbox.gitlab_git import commit_info
@@ -179,12 +180,12 @@ def list_reviews(ctx: Ctx) -> Response:
         for r in ctx.state.reviews
         if r.pr_id == pr.id and (r.state != "PENDING" or r.user.id == ctx.user.id)
     ]
-    return paginate(ctx, items, lambda r: render.review(r, pr, repo, ctx.urls))
+    return paginate(ctx, items, lambda r: shapes.review(r, pr, repo, ctx.urls))
 
 
 def get_review(ctx: Ctx) -> Response:
     repo, pr = _pull(ctx)
-    return Response.json(render.review(_review(ctx, pr), pr, repo, ctx.urls))
+    return Response.json(shapes.review(_review(ctx, pr), pr, repo, ctx.urls))
 
 
 def create_review(ctx: Ctx) -> Response:
@@ -201,7 +202,7 @@ def create_review(ctx: Ctx) -> Response:
         commit_id=body.get("commit_id"),
         comments=comments if isinstance(comments, list) else None,
     )
-    return Response.json(render.review(review, pr, repo, ctx.urls))
+    return Response.json(shapes.review(review, pr, repo, ctx.urls))
 
 
 def submit_review(ctx: Ctx) -> Response:
@@ -213,7 +214,7 @@ def submit_review(ctx: Ctx) -> Response:
     github_reviews.submit_review(
         ctx.state, review, str(body.get("event") or ""), str(body.get("body") or "")
     )
-    return Response.json(render.review(review, pr, repo, ctx.urls))
+    return Response.json(shapes.review(review, pr, repo, ctx.urls))
 
 
 def dismiss_review(ctx: Ctx) -> Response:
@@ -222,14 +223,14 @@ def dismiss_review(ctx: Ctx) -> Response:
     if review.state not in ("APPROVED", "CHANGES_REQUESTED"):
         raise error(422, "Can not dismiss a commented pull request review")
     review.state = "DISMISSED"
-    return Response.json(render.review(review, pr, repo, ctx.urls))
+    return Response.json(shapes.review(review, pr, repo, ctx.urls))
 
 
 def review_comments_of(ctx: Ctx) -> Response:
     repo, pr = _pull(ctx)
     review = _review(ctx, pr)
     items = [c for c in ctx.state.review_comments if c.review_id == review.id]
-    return paginate(ctx, items, lambda c: render.review_comment(c, pr, repo, ctx.urls))
+    return paginate(ctx, items, lambda c: shapes.review_comment(c, pr, repo, ctx.urls))
 
 
 P = "/repos/:owner/:repo/pulls"

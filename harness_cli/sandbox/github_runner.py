@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness_cli.sandbox.ci_exec import WorkerPool, base_env, checkout, run_streaming
-from harness_cli.sandbox.github_model import Job, Step, WorkflowRun, now
+from harness_cli.sandbox.github_model import now
+from harness_cli.sandbox.github_model_ci import Job, Step, WorkflowRun
 from harness_cli.sandbox.github_workflows import JobSpec, StepSpec, substitute
 from harness_cli.sandbox.gitlab_git import GitError
 

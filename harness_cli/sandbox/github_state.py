@@ -21,8 +21,6 @@ from harness_cli.sandbox import github_git, github_pulls, gitlab_git
 from harness_cli.sandbox.github_actions import Actions
 from harness_cli.sandbox.github_model import (
     Account,
-    CheckRun,
-    CommitStatus,
     IssueComment,
     Protection,
     PullRequest,
@@ -31,11 +29,10 @@ from harness_cli.sandbox.github_model import (
     ReviewComment,
     Thread,
     Token,
-    Workflow,
-    WorkflowRun,
     not_found,
     now,
 )
+from harness_cli.sandbox.github_model_ci import CheckRun, CommitStatus, Workflow, WorkflowRun
 from harness_cli.sandbox.github_workflows import WORKFLOWS_DIR, default_workflow
 
 __all__ = ["BOT_IDENTITY", "GitHubState", "RateWindow", "not_found"]
