@@ -180,7 +180,7 @@ def update_pull(
         if base not in repo.seen_heads:
             raise invalid(f"Proposed base branch '{base}' was not found", field="base")
         pr.base_ref = str(base)
-        _opened(state, repo, pr, user)
+        _refresh(state, repo, pr)  # "edited" is not among pull_request's default triggers
     wanted = args.get("state")
     if wanted == "closed" and pr.state == "open":
         pr.state, pr.closed_at = "closed", now()

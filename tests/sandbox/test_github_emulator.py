@@ -470,6 +470,17 @@ def test_each_fault_kind(
     assert impatient.get_repo(name).full_name == name  # one time only
 
 
+def test_lost_answer_after_the_write_happened(emu: GitHubEmulator, gh: Github, name: str) -> None:
+    """The comment is made, the answer never arrives: the client cannot tell (what an outbox
+    must survive without posting twice)."""
+    emu.control("commit", {"repo": name, "branch": "lost", "files": {"l.txt": "l\n"}})
+    pr = gh.get_repo(name).create_pull(base="main", head="lost", title="lost answer")
+    emu.control("fault", {"kind": "lost", "match": "/comments", "method": "POST"})
+    with pytest.raises(requests.exceptions.ConnectionError):
+        pr.create_issue_comment("posted once")
+    assert [c.body for c in pr.get_issue_comments()] == ["posted once"]
+
+
 def test_retries_honour_retry_after_and_5xx(emu: GitHubEmulator, name: str) -> None:
     patient = client(emu, retry=GithubRetry(total=3, backoff_factor=0.1))
     emu.control(
