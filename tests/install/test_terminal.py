@@ -115,7 +115,11 @@ def test_sandbox_documents_its_control_api_and_keeps_its_state_on_sigterm(
                 "Anthropic": [probe.anthropic],
                 "PagerDuty": [probe.pagerduty],
                 "every emulator": [
-                    probe.slack, probe.gitlab, probe.github, probe.anthropic, probe.pagerduty
+                    probe.slack,
+                    probe.gitlab,
+                    probe.github,
+                    probe.anthropic,
+                    probe.pagerduty,
                 ],
             }[who]
             for emu in emulators:
