@@ -28,7 +28,7 @@ CONTROL_API = {
     "add_note {project, iid, author, body, discussion?}, merge, close, reopen, commit, "
     "add_token {token, user}, revoke_token {token}, set_access {project, user, level}, "
     "rate_limit, wait_for_pipelines",
-    "GitHub": "create_repo {repo, files, ci_command?, protection?}, set_ci_result {repo, "
+    "GitHub": "create_repo {repo, files|folder, ci_command?, protection?}, set_ci_result {repo, "
     "conclusion, run_id?}, add_review {repo, number, author, event, body, comments?}, "
     "add_review_comment {repo, number, body, path?, line?, reply_to?}, add_issue_comment, "
     "resolve_thread {comment_id}, merge, close, reopen, commit {repo, branch, files}, "

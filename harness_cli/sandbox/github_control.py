@@ -11,6 +11,7 @@ primary_rate_limit|secondary_rate_limit, status, match, method, seconds, times}`
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness_cli.sandbox import git_http, gitlab_git
@@ -78,20 +79,24 @@ class GitHubControl:
     def ctl_create_repo(
         self,
         repo: str,
-        files: dict[str, str],
+        files: dict[str, str] | None = None,
         ci_command: str | list[str] | None = None,
+        folder: str | None = None,
         default_branch: str = "main",
         private: bool = True,
         protection: dict[str, Any] | bool = True,
     ) -> dict[str, Any]:
-        """A repository seeded with ``files`` (and, given ``ci_command``, a CI workflow
-        running it); its default branch protected unless ``protection`` is false."""
+        """A repository seeded with the text files under ``folder`` (``.git`` left out) and
+        ``files`` (and, given ``ci_command``, a CI workflow running it, unless the files
+        bring their own); its default branch protected unless ``protection`` is false."""
+        seeded = _read_folder(Path(folder)) if folder else {}
+        seeded.update(files or {})
         rule = None
         if protection:
             rule = Protection(**protection) if isinstance(protection, dict) else Protection()
         made = self.state.create_repo(
             repo,
-            files,
+            seeded,
             ci_command,
             default_branch=default_branch,
             private=private,
@@ -267,3 +272,13 @@ def _token_may(token: Token | None, permission: str, *, scope: str = "repo") -> 
     if token.permissions is not None:
         return token.permissions.get(permission) == "write"
     return scope in (token.scopes or [])
+
+
+def _read_folder(folder: Path) -> dict[str, str]:
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder")
+    return {
+        path.relative_to(folder).as_posix(): path.read_text(encoding="utf-8", errors="replace")
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and not path.is_symlink() and ".git" not in path.relative_to(folder).parts
+    }

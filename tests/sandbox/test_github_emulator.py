@@ -506,6 +506,18 @@ def test_retries_honour_retry_after_and_5xx(emu: GitHubEmulator, name: str) -> N
 
 
 # -- control API and state dump ------------------------------------------------------------
+def test_seed_from_a_folder(emu: GitHubEmulator, gh: Github, tmp_path: Path) -> None:
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "mod.py").write_text("X = 1\n")
+    (tmp_path / "src" / ".git").mkdir()
+    (tmp_path / "src" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    full = f"acme/folder-{next(_names)}"
+    emu.control("create_repo", {"repo": full, "folder": str(tmp_path / "src")})
+    repo = gh.get_repo(full)
+    assert repo.get_contents("pkg/mod.py").decoded_content == b"X = 1\n"
+    assert [c.path for c in repo.get_contents("")] == ["pkg"]
+
+
 def test_control_over_http_and_snapshot(emu: GitHubEmulator, name: str) -> None:
     def post(action: str, body: dict[str, Any]) -> Any:
         request = urllib.request.Request(
