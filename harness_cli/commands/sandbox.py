@@ -1,6 +1,6 @@
-"""harness sandbox — start the local Slack, GitLab, Anthropic and PagerDuty emulators, seeded,
-and run until Ctrl-C, SIGTERM or ``--for SECONDS``. Prints and writes an env file to
-``source``; on the way out (any of the three) writes every emulator's state to
+"""harness sandbox — start the local Slack, GitLab, GitHub, Anthropic and PagerDuty
+emulators, seeded, and run until Ctrl-C, SIGTERM or ``--for SECONDS``. Prints and writes an
+env file to ``source``; on the way out (any of the three) writes every emulator's state to
 ``DIR/sandbox-state.json``. ``--help`` documents the control API that drives them."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import typer
 from harness_cli.commands import new_app
 from harness_cli.output import OPTIONS
 
-app = new_app("Start the local Slack, GitLab and Anthropic emulators.")
+app = new_app("Start the local Slack, GitLab, GitHub, Anthropic and PagerDuty emulators.")
 
 CONTROL_API = {
-    "every emulator": "fault {kind: status|drop|delay, status, match, seconds, times, body, "
-    "headers, where}, clear_faults, state",
+    "every emulator": "fault {kind: status|drop|delay|hang|lost, status, match, method, "
+    "seconds, times, body, headers, where}, clear_faults, state",
     "Slack": "post_as {channel, user, text, thread_ts?}, add_user, add_channel, add_token, "
     "revoke_token {token}, delete_message, set_lag {channel, polls, seconds}, drop_sockets, "
     "messages {channel}, calls, acks",
@@ -28,6 +28,14 @@ CONTROL_API = {
     "add_note {project, iid, author, body, discussion?}, merge, close, reopen, commit, "
     "add_token {token, user}, revoke_token {token}, set_access {project, user, level}, "
     "rate_limit, wait_for_pipelines",
+    "GitHub": "create_repo {repo, files|folder, ci_command?, protection?}, set_ci_result {repo, "
+    "conclusion, run_id?}, add_review {repo, number, author, event, body, comments?}, "
+    "add_review_comment {repo, number, body, path?, line?, reply_to?}, add_issue_comment, "
+    "resolve_thread {comment_id}, merge, close, reopen, commit {repo, branch, files}, "
+    "force_push {repo, branch?}, create_conflict {repo, number}, add_check_run, add_status, "
+    "add_token {token, user, scopes?|permissions?}, expire_token, set_role, set_protection, "
+    "set_secrets, rate_limit {remaining, reset_in, status}, mergeable_lag {reads}, "
+    "wait_for_runs; its fault {kind} also takes primary_rate_limit|secondary_rate_limit",
     "Anthropic": "load_script {name|path|script, variables?}, usage, unmatched, calls, reset, "
     "clear_cache",
     "PagerDuty": "add_incident, resolve {id}, set_status {id, status}, webhook {id}, reset",
@@ -57,6 +65,9 @@ def sandbox(
     run_for: float | None = typer.Option(
         None, "--for", help="Stop after this many seconds instead of waiting for Ctrl-C."
     ),
+    github: bool = typer.Option(
+        True, "--github/--no-github", help="Also start the GitHub emulator (GITHUB_URL)."
+    ),
 ) -> None:
     """Start the emulators and print the environment that points harness at them."""
     import signal
@@ -66,17 +77,19 @@ def sandbox(
 
     chosen = find_scenario(scenario)
     root = directory or Path(tempfile.mkdtemp(prefix="harness-sandbox-"))
-    with Sandbox(root, chosen) as box:
+    with Sandbox(root, chosen, github_enabled=github) as box:
         env_path = box.write_env_file(env_file or root / "sandbox.env")
         if OPTIONS.json:
             sys.stdout.write(
                 json.dumps({"env_file": str(env_path), "dir": str(root), "env": box.env()}) + "\n"
             )
         else:
+            github_line = f"  GitHub    {box.github.api_url}\n" if box.github else ""
             sys.stdout.write(
                 f"sandbox '{chosen.name}': {chosen.description}\n"
                 f"  Slack     {box.slack.url}/api/\n"
                 f"  GitLab    {box.gitlab.url}\n"
+                f"{github_line}"
                 f"  Anthropic {box.anthropic.url}\n"
                 f"  PagerDuty {box.pagerduty.url}\n"
                 f"env file: source {env_path}\n"

@@ -26,9 +26,11 @@ __all__ = [
     "delete_branch",
     "git",
     "heads",
+    "identity_env",
     "init_bare",
     "merge_into",
     "merged_branches",
+    "merged_tree",
     "merges_cleanly",
     "rev_parse",
 ]
@@ -87,6 +89,10 @@ def _env(identity: tuple[str, str] = BOT_IDENTITY, date: str | None = None) -> d
     if date is not None:
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
     return env
+
+
+identity_env = _env
+"""The environment of a git command that writes commits as ``identity`` (no user config)."""
 
 
 def git(
@@ -220,7 +226,7 @@ def commit_files(
     return sha
 
 
-def _merged_tree(repo: Path, target_sha: str, source_sha: str) -> str | None:
+def merged_tree(repo: Path, target_sha: str, source_sha: str) -> str | None:
     """The tree of the merge, or None when it conflicts (or the histories are unrelated)."""
     proc = git(repo, "merge-tree", "--write-tree", target_sha, source_sha, ok_codes=(0, 1, 128))
     if proc.returncode == 128 and "unrelated histories" not in proc.stderr:
@@ -229,7 +235,7 @@ def _merged_tree(repo: Path, target_sha: str, source_sha: str) -> str | None:
 
 
 def merges_cleanly(repo: Path, target_sha: str, source_sha: str) -> bool:
-    return _merged_tree(repo, target_sha, source_sha) is not None
+    return merged_tree(repo, target_sha, source_sha) is not None
 
 
 def merge_into(
@@ -245,7 +251,7 @@ def merge_into(
     target_sha = rev_parse(repo, f"refs/heads/{target_branch}")
     if target_sha is None:
         raise GitError(f"target branch {target_branch} does not exist")
-    tree = _merged_tree(repo, target_sha, source_sha)
+    tree = merged_tree(repo, target_sha, source_sha)
     if tree is None:
         raise MergeConflict(f"{source_sha[:8]} conflicts with {target_branch}")
     env = _env(identity)

@@ -9,14 +9,14 @@ GitLab omits ``x-total``, ``x-total-pages`` and ``rel="last"``.
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any
-from urllib.parse import unquote, urlencode
+from urllib.parse import urlencode
 
+from harness_cli.sandbox import routing
 from harness_cli.sandbox.gitlab_model import Project, User, parse_iso
 from harness_cli.sandbox.gitlab_state import ApiError, GitLabState
 from harness_cli.sandbox.httpbase import Request, Response
@@ -86,31 +86,18 @@ class Ctx:
 Handler = Callable[[Ctx], Response]
 
 
-@dataclass(frozen=True)
-class Route:
-    method: str
-    pattern: re.Pattern[str]
-    handler: Handler
-
-    @classmethod
-    def of(cls, method: str, template: str, handler: Handler) -> Route:
-        # ":name" captures one path segment; ":name+" captures the rest (branch names may
-        # contain encoded slashes and, from other clients, raw ones).
-        regex = re.sub(r":(\w+)\+", r"(?P<\1>.+)", template)
-        regex = re.sub(r":(\w+)", r"(?P<\1>[^/]+)", regex)
-        return cls(method, re.compile(regex), handler)
+Route = routing.Route[Handler]
 
 
 def dispatch(routes: Sequence[Route], ctx: Ctx, path: str) -> Response:
-    for route in routes:
-        match = route.pattern.fullmatch(path)
-        if match and route.method == ctx.req.method:
-            ctx.params = {k: unquote(v) for k, v in match.groupdict().items()}
-            try:
-                return route.handler(ctx)
-            except ApiError as err:
-                return Response.json(err.body, status=err.status, headers=err.headers)
-    return Response.json({"error": "404 Not Found"}, status=404)
+    found = routing.find_route(routes, ctx.req.method, path)
+    if found is None:
+        return Response.json({"error": "404 Not Found"}, status=404)
+    route, ctx.params = found
+    try:
+        return route.handler(ctx)
+    except ApiError as err:
+        return Response.json(err.body, status=err.status, headers=err.headers)
 
 
 def sort_items(

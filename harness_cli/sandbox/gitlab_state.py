@@ -32,6 +32,7 @@ from harness_cli.sandbox.gitlab_model import (
     User,
     now_ms,
 )
+from harness_cli.sandbox.routing import ApiError
 
 __all__ = ["ApiError", "GitLabState", "not_found"]
 
@@ -39,16 +40,6 @@ __all__ = ["ApiError", "GitLabState", "not_found"]
 # the same history, run after run.
 _INITIAL_DATE = "2024-01-01T00:00:00+00:00"
 _FORCEABLE = ACTIVE_STATUSES | FINISHED_STATUSES
-
-
-class ApiError(Exception):
-    """An error answer in GitLab's shape (status, JSON body, extra headers)."""
-
-    def __init__(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        super().__init__(f"{status}: {body}")
-        self.status = status
-        self.body = body
-        self.headers = headers or {}
 
 
 def not_found(what: str) -> ApiError:

@@ -121,10 +121,14 @@ class Fault:
     ``kind``: ``status`` (answer ``status`` with ``body``/``headers``), ``drop`` (close the
     connection without a reply), ``delay`` (sleep ``seconds`` then serve normally), ``lost``
     (serve the request — a post is made — then close the connection without the answer: the
-    client cannot know whether it happened).
+    client cannot know whether it happened), ``hang`` (answer nothing for ``seconds``, or until
+    the emulator stops when 0, then close: a client without a read timeout hangs).
+    Emulators may add kinds of their own (GitHub's rate limits), answered by
+    :meth:`Emulator.fault_response`.
     ``match`` is a substring of the path (e.g. ``chat.postMessage``, ``/merge_requests``);
-    ``where`` optionally restricts it to requests whose parameters contain these values
-    (e.g. ``{"channel": "C1"}``). ``times`` counts down; ``-1`` never runs out.
+    ``method`` optionally restricts it to one HTTP method; ``where`` to requests whose
+    parameters contain these values (e.g. ``{"channel": "C1"}``). ``times`` counts down; ``-1``
+    never runs out.
     """
 
     kind: str
@@ -135,9 +139,12 @@ class Fault:
     seconds: float = 0.0
     times: int = 1
     where: dict[str, str] = field(default_factory=dict)
+    method: str = ""
 
     def matches(self, req: Request) -> bool:
         if self.match and self.match not in req.path:
+            return False
+        if self.method and self.method.upper() != req.method:
             return False
         return all(req.arg(k) == v for k, v in self.where.items())
 
@@ -271,6 +278,9 @@ class Emulator:
             if fault.kind == "lost":
                 self.route(req)
                 return Response(drop=True)
+            if fault.kind == "hang":
+                self.halted.wait(fault.seconds or None)
+                return Response(drop=True)
             if fault.kind == "delay":
                 time.sleep(fault.seconds)
             else:
@@ -298,8 +308,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         parts = urlsplit(self.path)
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
+        body = self._read_body()
         req = Request(
             method=self.command,
             path=parts.path,
@@ -348,6 +357,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(resp.body)
+
+    def _read_body(self) -> bytes:
+        """The request body; git sends large pushes with ``Transfer-Encoding: chunked``."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            parts: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
 
     def _write_chunks(self, chunks: Iterable[bytes]) -> None:
         iterator: Iterator[bytes] = iter(chunks)

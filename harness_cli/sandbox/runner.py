@@ -1,4 +1,4 @@
-"""The three emulators together, seeded, with the environment that points the harness at them.
+"""The emulators together, seeded, with the environment that points the harness at them.
 
 Used by ``harness sandbox`` (until Ctrl-C), ``harness demo`` (in-process) and tests. The
 environment it hands out is the one an operator would set for the real services; nothing in
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_cli.errors import InputError
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
@@ -22,12 +22,16 @@ from harness_cli.sandbox.gitlab_api import GitLabEmulator
 from harness_cli.sandbox.pagerduty_api import SANDBOX_TOKEN as PAGERDUTY_TOKEN
 from harness_cli.sandbox.pagerduty_api import PagerDutyEmulator
 from harness_cli.sandbox.scenarios.sample_repo import (
+    SAMPLE_CI_COMMAND,
     SAMPLE_PROJECT_PATH,
     sample_project_files,
     seed_sample_project,
 )
 from harness_cli.sandbox.slack_api import SlackEmulator
 from harness_cli.state.store import atomic_write_json, atomic_write_text
+
+if TYPE_CHECKING:
+    from harness_cli.sandbox.github_api import GitHubEmulator
 
 # Tokens the sandbox hands out. They look like the real shapes so that the redaction filter
 # and the token checks are exercised the same way as in production.
@@ -38,6 +42,8 @@ SANDBOX_TOKENS = {
     "ANTHROPIC_API_KEY": "sk-ant-sandbox-0000000000",
     "PAGERDUTY_TOKEN": PAGERDUTY_TOKEN,
 }
+GITHUB_SANDBOX_TOKEN = "ghp_sandboxSandboxSandbox000000000000"
+"""A classic token shape (``ghp_`` + 36): scopes ``repo, workflow``, as the emulator's default."""
 
 
 ANTHROPIC_BODY_LOG = "anthropic-requests.jsonl"
@@ -86,6 +92,10 @@ class Sandbox:
     gitlab: GitLabEmulator = field(init=False)
     anthropic: AnthropicEmulator = field(init=False)
     pagerduty: PagerDutyEmulator = field(init=False)
+    github_enabled: bool = False
+    """Also start the GitHub emulator (``harness sandbox`` does; the demo and most tests do
+    not pay for it)."""
+    github: GitHubEmulator | None = field(init=False, default=None)
 
     def start(self) -> Sandbox:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -101,10 +111,20 @@ class Sandbox:
         files = {**sample_project_files(), **dict(self.scenario.extra_files)}
         for path in self.scenario.projects:
             seed_sample_project(self.gitlab, path=path, files=files)
+        if self.github_enabled:
+            # imported here so the demo, which never starts it, does not load its ~20 modules
+            from harness_cli.sandbox.github_api import GitHubEmulator
+
+            self.github = GitHubEmulator(self.root / "github")
+            self.github.start()
+            self.github.control("add_token", {"token": GITHUB_SANDBOX_TOKEN})
+            for path in self.scenario.projects:
+                body = {"repo": path, "files": files, "ci_command": SAMPLE_CI_COMMAND}
+                self.github.control("create_repo", body)
         return self
 
     def stop(self) -> None:
-        for name in ("pagerduty", "anthropic", "gitlab", "slack"):
+        for name in ("github", "pagerduty", "anthropic", "gitlab", "slack"):
             emulator = getattr(self, name, None)
             if emulator is not None:
                 emulator.stop()
@@ -117,7 +137,11 @@ class Sandbox:
 
     def env(self) -> dict[str, str]:
         """What an operator exports to point the harness (and the claude CLI) here."""
+        forge: dict[str, str] = {}
+        if self.github is not None:
+            forge = {"GITHUB_URL": self.github.api_url, "GITHUB_TOKEN": GITHUB_SANDBOX_TOKEN}
         return {
+            **forge,
             "SLACK_API_URL": f"{self.slack.url}/api/",
             "GITLAB_URL": self.gitlab.url,
             "ANTHROPIC_BASE_URL": self.anthropic.url,
@@ -146,6 +170,7 @@ class Sandbox:
             "gitlab": self.gitlab.snapshot(),
             "anthropic": self.anthropic.snapshot(),
             "pagerduty": self.pagerduty.snapshot(),
+            **({"github": self.github.snapshot()} if self.github is not None else {}),
         }
 
     def write_state(self, path: Path) -> Path:

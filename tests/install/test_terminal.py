@@ -102,17 +102,25 @@ def test_sandbox_documents_its_control_api_and_keeps_its_state_on_sigterm(
 
     code, out, _ = harness_subprocess("sandbox", "--help", env={"COLUMNS": "200"})
     assert code == 0 and "/_control/<action>" in out
-    for emulator in ("Slack", "GitLab", "Anthropic", "PagerDuty"):
+    for emulator in ("Slack", "GitLab", "GitHub", "Anthropic", "PagerDuty"):
         assert f"{emulator}:" in out
-    with Sandbox(tmp_path / "probe") as probe:  # every documented action exists
+    with Sandbox(tmp_path / "probe", github_enabled=True) as probe:  # each action exists
+        assert probe.github is not None
         for who, actions in CONTROL_API.items():
             names = re.findall(r"(?:^|, )([a-z_]+)", re.sub(r"\{[^}]*\}", "", actions))
             emulators = {
                 "Slack": [probe.slack],
                 "GitLab": [probe.gitlab],
+                "GitHub": [probe.github],
                 "Anthropic": [probe.anthropic],
                 "PagerDuty": [probe.pagerduty],
-                "every emulator": [probe.slack, probe.gitlab, probe.anthropic, probe.pagerduty],
+                "every emulator": [
+                    probe.slack,
+                    probe.gitlab,
+                    probe.github,
+                    probe.anthropic,
+                    probe.pagerduty,
+                ],
             }[who]
             for emu in emulators:
                 for action in names:
@@ -135,4 +143,6 @@ def test_sandbox_documents_its_control_api_and_keeps_its_state_on_sigterm(
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
     state = json.loads((tmp_path / "box" / "sandbox-state.json").read_text())
-    assert {"slack", "gitlab", "anthropic", "pagerduty"} <= set(state)
+    assert {"slack", "gitlab", "github", "anthropic", "pagerduty"} <= set(state)
+    assert state["github"]["repos"][0]["full_name"] == "acme/pricing-service"
+    assert "GITHUB_URL" in started["env"] and "GITHUB_TOKEN" in started["env"]
