@@ -1,7 +1,9 @@
-"""harness sandbox — start the local Slack, GitLab, Anthropic and PagerDuty emulators, seeded,
+"""harness sandbox — start the local Slack, GitLab, Anthropic, PagerDuty and Jira emulators,
+seeded, and the scenario's production world (MCP servers: logs, metrics, tracker, docs, db),
 and run until Ctrl-C, SIGTERM or ``--for SECONDS``. Prints and writes an env file to
-``source``; on the way out (any of the three) writes every emulator's state to
-``DIR/sandbox-state.json``. ``--help`` documents the control API that drives them."""
+``source`` and ``DIR/mcp.json`` for the world's servers; on the way out (any of the three)
+writes every emulator's state to ``DIR/sandbox-state.json``. ``--help`` documents the control
+API that drives them."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import typer
 from harness_cli.commands import new_app
 from harness_cli.output import OPTIONS
 
-app = new_app("Start the local Slack, GitLab and Anthropic emulators.")
+app = new_app("Start the local emulators and the sandbox's production world (MCP servers).")
 
 CONTROL_API = {
     "every emulator": "fault {kind: status|drop|delay, status, match, seconds, times, body, "
@@ -31,6 +33,14 @@ CONTROL_API = {
     "Anthropic": "load_script {name|path|script, variables?}, usage, unmatched, calls, reset, "
     "clear_cache",
     "PagerDuty": "add_incident, resolve {id}, set_status {id, status}, webhook {id}, reset",
+    "Jira": "seed {issues, users, projects}, add_issue, add_comment {key, body, properties}, "
+    "add_link, add_user, set_status {key, status}, add_token {token, user}, "
+    "revoke_token {token}, set_deployment {deployment}, set_lag {seconds}, reset "
+    "(fault also takes method; kinds lost and hang too)",
+    "MCP world (POST <control URL>/_control/<action>, or any server's port)": "fault {kind: "
+    "expired|denied|slow|hang|malformed|large|die, server, tool, transport, times, seconds, "
+    "bytes}, clear_faults {server}, calls {server}, state, die {server}, revive {server}, reset; "
+    "stdio servers read the same faults from DIR/world/control/faults.json",
 }
 """Each emulator's ``POST <its URL>/_control/<action>`` (JSON body), as ``--help`` shows them;
 a test holds every name here to what the emulator accepts."""
@@ -57,28 +67,43 @@ def sandbox(
     run_for: float | None = typer.Option(
         None, "--for", help="Stop after this many seconds instead of waiting for Ctrl-C."
     ),
+    world: bool = typer.Option(
+        True, "--world/--no-world", help="Also start the production world's MCP servers."
+    ),
 ) -> None:
     """Start the emulators and print the environment that points harness at them."""
     import signal
 
-    from harness_cli.sandbox.runner import Sandbox
+    from harness_cli.sandbox.runner import MCP_CONFIG, Sandbox
     from harness_cli.sandbox.runner import scenario as find_scenario
 
     chosen = find_scenario(scenario)
     root = directory or Path(tempfile.mkdtemp(prefix="harness-sandbox-"))
-    with Sandbox(root, chosen) as box:
+    with Sandbox(root, chosen, with_world=world) as box:
         env_path = box.write_env_file(env_file or root / "sandbox.env")
+        mcp = {}
+        if box.world is not None:
+            box.world.wait_ready()  # an operator's first call should find the servers up
+            mcp = {"mcp_config": str(root / MCP_CONFIG), "world_control": box.world.control_url}
         if OPTIONS.json:
             sys.stdout.write(
-                json.dumps({"env_file": str(env_path), "dir": str(root), "env": box.env()}) + "\n"
+                json.dumps({"env_file": str(env_path), "dir": str(root), "env": box.env(), **mcp})
+                + "\n"
             )
         else:
+            world_lines = (
+                f"  MCP world {box.world.control_url}/_control/ (servers: {mcp['mcp_config']})\n"
+                if box.world is not None
+                else ""
+            )
             sys.stdout.write(
                 f"sandbox '{chosen.name}': {chosen.description}\n"
                 f"  Slack     {box.slack.url}/api/\n"
                 f"  GitLab    {box.gitlab.url}\n"
                 f"  Anthropic {box.anthropic.url}\n"
                 f"  PagerDuty {box.pagerduty.url}\n"
+                f"  Jira      {box.jira.url}\n"
+                f"{world_lines}"
                 f"env file: source {env_path}\n"
                 "Ctrl-C or SIGTERM stops it; the final state goes to sandbox-state.json beside "
                 "it. `harness sandbox --help` lists the control API.\n"

@@ -323,7 +323,7 @@ def run_demo(
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     report = DemoReport(root)
-    with Sandbox(root / "sandbox") as box:
+    with Sandbox(root / "sandbox", with_world=True) as box:
         ctx = DemoContext(root, box)
         (root / "remotes").mkdir(exist_ok=True)
         import subprocess
@@ -355,7 +355,8 @@ def run_demo(
                     on_step(result)
         report.summary = {**_summary(ctx, env), "runtime": env["HARNESS_RUNTIME"]}
         report.emulator_seconds = box.gitlab.ci_seconds() + sum(
-            e.busy_seconds() for e in (box.slack, box.gitlab, box.anthropic, box.pagerduty)
+            e.busy_seconds()
+            for e in (box.slack, box.gitlab, box.anthropic, box.pagerduty, box.jira)
         )
         box.write_state(root / "sandbox-state.json")
     report.wall_seconds = time.monotonic() - started

@@ -102,17 +102,26 @@ def test_sandbox_documents_its_control_api_and_keeps_its_state_on_sigterm(
 
     code, out, _ = harness_subprocess("sandbox", "--help", env={"COLUMNS": "200"})
     assert code == 0 and "/_control/<action>" in out
-    for emulator in ("Slack", "GitLab", "Anthropic", "PagerDuty"):
-        assert f"{emulator}:" in out
+    for emulator in ("Slack", "GitLab", "Anthropic", "PagerDuty", "Jira", "MCP world"):
+        assert f"{emulator}" in out
     with Sandbox(tmp_path / "probe") as probe:  # every documented action exists
         for who, actions in CONTROL_API.items():
             names = re.findall(r"(?:^|, )([a-z_]+)", re.sub(r"\{[^}]*\}", "", actions))
+            if who.startswith("MCP world"):
+                continue  # the world host's actions: tests/sandbox/test_world_servers.py
             emulators = {
                 "Slack": [probe.slack],
                 "GitLab": [probe.gitlab],
                 "Anthropic": [probe.anthropic],
                 "PagerDuty": [probe.pagerduty],
-                "every emulator": [probe.slack, probe.gitlab, probe.anthropic, probe.pagerduty],
+                "Jira": [probe.jira],
+                "every emulator": [
+                    probe.slack,
+                    probe.gitlab,
+                    probe.anthropic,
+                    probe.pagerduty,
+                    probe.jira,
+                ],
             }[who]
             for emu in emulators:
                 for action in names:
@@ -135,4 +144,5 @@ def test_sandbox_documents_its_control_api_and_keeps_its_state_on_sigterm(
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
     state = json.loads((tmp_path / "box" / "sandbox-state.json").read_text())
-    assert {"slack", "gitlab", "anthropic", "pagerduty"} <= set(state)
+    assert {"slack", "gitlab", "anthropic", "pagerduty", "jira", "world"} <= set(state)
+    assert state["world"]["servers"].keys() == {"logs", "metrics", "tracker", "docs", "db"}
