@@ -152,6 +152,8 @@ class JiraEmulator(Emulator):
                     self.add_user(who)
             at = fields.setdefault("created", self.now())
             fields.setdefault("updated", at)
+            if fields.get("status") == "Done":
+                fields.setdefault("resolutiondate", fields["updated"])
             issue = Issue(id=self.next_id(), key=key, project=project, summary=summary, **fields)
             self.issues[key] = issue
             for comment in comments:

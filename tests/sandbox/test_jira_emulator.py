@@ -121,7 +121,9 @@ def test_an_issue_with_its_fields_comments_links_and_expansions(emu: JiraEmulato
     only = jira.issue("AAA-101", fields="summary,status")["fields"]
     assert set(only) == {"summary", "status"}
     # the other side of the link, and v3's Atlassian Document Format
-    assert cloud(emu).issue("AAA-87")["fields"]["issuelinks"][0]["inwardIssue"]["key"] == "AAA-101"
+    done = cloud(emu).issue("AAA-87")["fields"]
+    assert done["issuelinks"][0]["inwardIssue"]["key"] == "AAA-101"
+    assert done["resolution"]["name"] == "Done" and done["resolutiondate"]
     v3 = JiraCloud(emu.url, username=SANDBOX_USER, password=SANDBOX_TOKEN, timeout=5)
     description = v3.get_issue("AAA-101")["fields"]["description"]
     assert description["type"] == "doc" and len(description["content"]) == 2
@@ -239,6 +241,22 @@ def test_comments_with_properties_find_one_after_a_lost_answer(emu: JiraEmulator
     with pytest.raises(requests.HTTPError) as empty:
         jira.issue_add_comment("AAA-101", "  ")
     assert status_of(empty) == 400
+    # one comment by id, a property set afterwards, a deletion; the state dump shows it all
+    cid = added["id"]
+    # Jira stores the PUT body as the value; the library's set_comment_property wraps it in
+    # {"value": …} (so it would read back wrapped): the bare call is the faithful one
+    jira.put(f"rest/api/2/comment/{cid}/properties/harness.note", data={"n": 1})
+    one = jira.get(f"rest/api/2/issue/AAA-101/comment/{cid}", params={"expand": "properties"})
+    assert one["properties"] == [{"key": "harness.note", "value": {"n": 1}}]
+    jira.delete(f"rest/api/2/issue/AAA-101/comment/{cid}")
+    with pytest.raises(requests.HTTPError) as gone:
+        jira.get(f"rest/api/2/issue/AAA-101/comment/{cid}")
+    assert status_of(gone) == 404
+    dumped = {i["key"]: i for i in emu.control("state", {})["issues"]}
+    kept = dumped["AAA-101"]["fields"]["comment"]["comments"]
+    assert [c["properties"] for c in kept if c["body"] == "Fixed in !7"] == [
+        {"harness.outbox": {"id": "AAA-101:comment:1"}}
+    ]
 
 
 def test_transitions_by_id_and_name_and_an_invalid_id(emu: JiraEmulator) -> None:

@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Any
 
+from harness_cli.errors import ServiceError
 from harness_cli.sandbox.world import database
 from harness_cli.sandbox.world.control import WorldControl, WorldFault
 
@@ -89,14 +90,15 @@ class World:
             return self._ready
         proc = self._proc
         if proc is None or proc.stdout is None:
-            raise RuntimeError("the world is not started")
+            raise ServiceError("the sandbox world is not started", hint="call World.start() first")
         ready, _, _ = select.select([proc.stdout], [], [], timeout)
         line = proc.stdout.readline() if ready else ""
         found = json.loads(line) if line.strip() else {}
         if not found.get("servers"):
-            raise RuntimeError(
-                f"the world's MCP host did not start within {timeout:g} s "
-                f"({found.get('error') or 'no answer'}; see {self.root / 'host.log'})"
+            raise ServiceError(
+                f"the sandbox world's MCP host did not start within {timeout:g} s "
+                f"({found.get('error') or 'no answer'})",
+                hint=f"see {self.root / 'host.log'}; `harness sandbox --no-world` runs without it",
             )
         self._ready = found
         return found

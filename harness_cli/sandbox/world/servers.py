@@ -94,14 +94,15 @@ class Guard:
             await anyio.sleep(fault.seconds or 10**7)
             raise ToolError(f"{tool} gave up after {fault.seconds:g} s")
         elif fault.kind == "die":
-            self.control.record(
-                server=self.server,
-                tool=tool,
-                transport=self.transport,
-                arguments={},
-                outcome="die",
-                seconds=0,
-            )
+            if self.transport == "stdio":  # os._exit below: the finally never runs
+                self.control.record(
+                    server=self.server,
+                    tool=tool,
+                    transport=self.transport,
+                    arguments={},
+                    outcome="die",
+                    seconds=0,
+                )
             self.on_die()
             await anyio.sleep(10**7)
 
