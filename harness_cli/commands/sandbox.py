@@ -50,7 +50,10 @@ _EPILOG = (
     "curl -s -X POST $SLACK_API_URL/../_control/post_as -H 'Content-Type: application/json' "
     '-d \'{"channel": "C0SUPPORT", "user": "U0CUSTOMER", "text": "hi"}\'.\n\n'
     + "\n\n".join(f"{who}: {actions}." for who, actions in CONTROL_API.items())
-    + "\n\nCtrl-C, SIGTERM and --for all stop it the same way: the final state is written to "
+    + "\n\nThe world's servers are listed in DIR/mcp.json (the mcpServers format of "
+    "agent-config/mcp.json: docs and db over stdio, the others over streamable HTTP with a "
+    "bearer token); docs/SANDBOX-WORLD.md describes its incident, tools and faults."
+    "\n\nCtrl-C, SIGTERM and --for all stop it the same way: the final state is written to "
     "DIR/sandbox-state.json."
 )
 
