@@ -257,7 +257,10 @@ def test_a_server_that_dies_mid_call_and_comes_back(world: World) -> None:
     # the SDK's HTTP client notices a dropped stream only by its read timeout
     with pytest.raises(BaseException) as dropped:
         call(world, "metrics", "list_metrics", {}, read_s=2)
-    assert "Timed out" in describe(dropped.value)
+    # the dropped stream shows as the read timeout (or, timing permitting, the drop itself)
+    assert any(
+        w in describe(dropped.value) for w in ("Timed out", "RemoteProtocolError", "ReadError")
+    )
     assert world.act("state")["servers"]["metrics"]["alive"] is False
     with pytest.raises(BaseException) as refused:
         call(world, "metrics", "list_metrics", {}, read_s=2)
