@@ -1,7 +1,9 @@
-"""harness sandbox — start the local Slack, GitLab, GitHub, Anthropic and PagerDuty
-emulators, seeded, and run until Ctrl-C, SIGTERM or ``--for SECONDS``. Prints and writes an
-env file to ``source``; on the way out (any of the three) writes every emulator's state to
-``DIR/sandbox-state.json``. ``--help`` documents the control API that drives them."""
+"""harness sandbox — start the local Slack, GitLab, GitHub, Anthropic, PagerDuty and Jira
+emulators, seeded, and the scenario's production world (MCP servers: logs, metrics, tracker,
+docs, db), and run until Ctrl-C, SIGTERM or ``--for SECONDS``. Prints and writes an env file to
+``source`` and ``DIR/mcp.json`` for the world's servers; on the way out (any of the three)
+writes every emulator's state to ``DIR/sandbox-state.json``. ``--help`` documents the control
+API that drives them."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import typer
 from harness_cli.commands import new_app
 from harness_cli.output import OPTIONS
 
-app = new_app("Start the local Slack, GitLab, GitHub, Anthropic and PagerDuty emulators.")
+app = new_app("Start the local emulators and the sandbox's production world (MCP servers).")
 
 CONTROL_API = {
     "every emulator": "fault {kind: status|drop|delay|hang|lost, status, match, method, "
@@ -39,6 +41,14 @@ CONTROL_API = {
     "Anthropic": "load_script {name|path|script, variables?}, usage, unmatched, calls, reset, "
     "clear_cache",
     "PagerDuty": "add_incident, resolve {id}, set_status {id, status}, webhook {id}, reset",
+    "Jira": "seed {issues, users, projects}, add_issue, add_comment {key, body, properties}, "
+    "add_link, add_user, set_status {key, status}, add_token {token, user}, "
+    "revoke_token {token}, set_deployment {deployment}, set_lag {seconds}, reset "
+    "(fault also takes method; kinds lost and hang too)",
+    "MCP world (POST <control URL>/_control/<action>, or any server's port)": "fault {kind: "
+    "expired|denied|slow|hang|malformed|large|die, server, tool, transport, times, seconds, "
+    "bytes}, clear_faults {server}, calls {server}, state, die {server}, revive {server}, reset; "
+    "stdio servers read the same faults from DIR/world/control/faults.json",
 }
 """Each emulator's ``POST <its URL>/_control/<action>`` (JSON body), as ``--help`` shows them;
 a test holds every name here to what the emulator accepts."""
@@ -48,7 +58,10 @@ _EPILOG = (
     "curl -s -X POST $SLACK_API_URL/../_control/post_as -H 'Content-Type: application/json' "
     '-d \'{"channel": "C0SUPPORT", "user": "U0CUSTOMER", "text": "hi"}\'.\n\n'
     + "\n\n".join(f"{who}: {actions}." for who, actions in CONTROL_API.items())
-    + "\n\nCtrl-C, SIGTERM and --for all stop it the same way: the final state is written to "
+    + "\n\nThe world's servers are listed in DIR/mcp.json (the mcpServers format of "
+    "agent-config/mcp.json: docs and db over stdio, the others over streamable HTTP with a "
+    "bearer token); docs/SANDBOX-WORLD.md describes its incident, tools and faults."
+    "\n\nCtrl-C, SIGTERM and --for all stop it the same way: the final state is written to "
     "DIR/sandbox-state.json."
 )
 
@@ -68,23 +81,36 @@ def sandbox(
     github: bool = typer.Option(
         True, "--github/--no-github", help="Also start the GitHub emulator (GITHUB_URL)."
     ),
+    world: bool = typer.Option(
+        True, "--world/--no-world", help="Also start the production world's MCP servers."
+    ),
 ) -> None:
     """Start the emulators and print the environment that points harness at them."""
     import signal
 
-    from harness_cli.sandbox.runner import Sandbox
+    from harness_cli.sandbox.runner import MCP_CONFIG, Sandbox
     from harness_cli.sandbox.runner import scenario as find_scenario
 
     chosen = find_scenario(scenario)
     root = directory or Path(tempfile.mkdtemp(prefix="harness-sandbox-"))
-    with Sandbox(root, chosen, github_enabled=github) as box:
+    with Sandbox(root, chosen, github_enabled=github, with_world=world) as box:
         env_path = box.write_env_file(env_file or root / "sandbox.env")
+        mcp = {}
+        if box.world is not None:
+            box.world.wait_ready()  # an operator's first call should find the servers up
+            mcp = {"mcp_config": str(root / MCP_CONFIG), "world_control": box.world.control_url}
         if OPTIONS.json:
             sys.stdout.write(
-                json.dumps({"env_file": str(env_path), "dir": str(root), "env": box.env()}) + "\n"
+                json.dumps({"env_file": str(env_path), "dir": str(root), "env": box.env(), **mcp})
+                + "\n"
             )
         else:
             github_line = f"  GitHub    {box.github.api_url}\n" if box.github else ""
+            world_lines = (
+                f"  MCP world {box.world.control_url}/_control/ (servers: {mcp['mcp_config']})\n"
+                if box.world is not None
+                else ""
+            )
             sys.stdout.write(
                 f"sandbox '{chosen.name}': {chosen.description}\n"
                 f"  Slack     {box.slack.url}/api/\n"
@@ -92,6 +118,8 @@ def sandbox(
                 f"{github_line}"
                 f"  Anthropic {box.anthropic.url}\n"
                 f"  PagerDuty {box.pagerduty.url}\n"
+                f"  Jira      {box.jira.url}\n"
+                f"{world_lines}"
                 f"env file: source {env_path}\n"
                 "Ctrl-C or SIGTERM stops it; the final state goes to sandbox-state.json beside "
                 "it. `harness sandbox --help` lists the control API.\n"

@@ -316,14 +316,16 @@ def run_demo(
     on_step: Callable[[StepResult], None] | None = None,
     runtime: str | None = None,
     on_start: Callable[[str], None] | None = None,
+    world: bool = True,
 ) -> DemoReport:
     """``on_start`` hears each step's name as it begins (the terminal's spinner shows it);
-    ``on_step`` gets each step's result as it ends."""
+    ``on_step`` gets each step's result as it ends; ``world`` starts the sandbox's MCP servers
+    (bench_world.py compares the demo without them)."""
     root = keep or Path(tempfile.mkdtemp(prefix="harness-demo-"))
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     report = DemoReport(root)
-    with Sandbox(root / "sandbox") as box:
+    with Sandbox(root / "sandbox", with_world=world) as box:
         ctx = DemoContext(root, box)
         (root / "remotes").mkdir(exist_ok=True)
         import subprocess
@@ -355,7 +357,8 @@ def run_demo(
                     on_step(result)
         report.summary = {**_summary(ctx, env), "runtime": env["HARNESS_RUNTIME"]}
         report.emulator_seconds = box.gitlab.ci_seconds() + sum(
-            e.busy_seconds() for e in (box.slack, box.gitlab, box.anthropic, box.pagerduty)
+            e.busy_seconds()
+            for e in (box.slack, box.gitlab, box.anthropic, box.pagerduty, box.jira)
         )
         box.write_state(root / "sandbox-state.json")
     report.wall_seconds = time.monotonic() - started

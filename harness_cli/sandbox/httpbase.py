@@ -302,6 +302,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     emulator: Emulator
     protocol_version = "HTTP/1.1"
+    # Headers and body leave in two writes: with Nagle's algorithm on, a keep-alive client
+    # (requests, httpx) waits out the peer's delayed ACK, ~40 ms per call.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the stdlib's stderr access log; requests are recorded instead."""

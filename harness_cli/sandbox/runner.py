@@ -1,4 +1,5 @@
-"""The emulators together, seeded, with the environment that points the harness at them.
+"""The emulators together, seeded, with the environment that points the harness at them, and
+the scenario's production world (MCP servers: logs, metrics, tracker, docs, db).
 
 Used by ``harness sandbox`` (until Ctrl-C), ``harness demo`` (in-process) and tests. The
 environment it hands out is the one an operator would set for the real services; nothing in
@@ -19,6 +20,9 @@ from typing import TYPE_CHECKING, Any
 from harness_cli.errors import InputError
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.gitlab_api import GitLabEmulator
+from harness_cli.sandbox.jira_api import SANDBOX_TOKEN as JIRA_TOKEN
+from harness_cli.sandbox.jira_api import SANDBOX_USER as JIRA_USER
+from harness_cli.sandbox.jira_api import JiraEmulator
 from harness_cli.sandbox.pagerduty_api import SANDBOX_TOKEN as PAGERDUTY_TOKEN
 from harness_cli.sandbox.pagerduty_api import PagerDutyEmulator
 from harness_cli.sandbox.scenarios.sample_repo import (
@@ -28,6 +32,8 @@ from harness_cli.sandbox.scenarios.sample_repo import (
     seed_sample_project,
 )
 from harness_cli.sandbox.slack_api import SlackEmulator
+from harness_cli.sandbox.world import knowledge
+from harness_cli.sandbox.world.runner import World
 from harness_cli.state.store import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
@@ -41,6 +47,8 @@ SANDBOX_TOKENS = {
     "GITLAB_TOKEN": "glpat-sandboxsandbox0000",
     "ANTHROPIC_API_KEY": "sk-ant-sandbox-0000000000",
     "PAGERDUTY_TOKEN": PAGERDUTY_TOKEN,
+    "JIRA_USER": JIRA_USER,
+    "JIRA_TOKEN": JIRA_TOKEN,
 }
 GITHUB_SANDBOX_TOKEN = "ghp_sandboxSandboxSandbox000000000000"
 """A classic token shape (``ghp_`` + 36): scopes ``repo, workflow``, as the emulator's default."""
@@ -48,6 +56,9 @@ GITHUB_SANDBOX_TOKEN = "ghp_sandboxSandboxSandbox000000000000"
 
 ANTHROPIC_BODY_LOG = "anthropic-requests.jsonl"
 """In the sandbox folder: every Messages request body the emulator answered (JSON lines)."""
+MCP_CONFIG = "mcp.json"
+"""In the sandbox folder: the ``mcpServers`` file for the world's servers (agent-config's
+mcp.json format: copy it there, or point a client at it)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,8 @@ class Scenario:
     projects: tuple[str, ...] = (SAMPLE_PROJECT_PATH,)
     extra_files: tuple[tuple[str, str], ...] = ()
     """Files added to the sample project (path, content)."""
+    jira_seed: Any = knowledge.jira_seed
+    """Returns the Jira emulator's ``seed`` body: the incident as the tracker tells it."""
 
 
 INVOICE_TEST = """from decimal import Decimal
@@ -88,6 +101,9 @@ SCENARIOS = {
 class Sandbox:
     root: Path
     scenario: Scenario = field(default_factory=lambda: SCENARIOS["default"])
+    with_world: bool = False
+    """Start the world's MCP servers too (``harness sandbox`` and ``harness demo`` do; tests
+    that need only the emulators skip the child process)."""
     slack: SlackEmulator = field(init=False)
     gitlab: GitLabEmulator = field(init=False)
     anthropic: AnthropicEmulator = field(init=False)
@@ -96,6 +112,8 @@ class Sandbox:
     """Also start the GitHub emulator (``harness sandbox`` does; the demo and most tests do
     not pay for it)."""
     github: GitHubEmulator | None = field(init=False, default=None)
+    jira: JiraEmulator = field(init=False)
+    world: World | None = field(init=False, default=None)
 
     def start(self) -> Sandbox:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -106,8 +124,15 @@ class Sandbox:
             self.scenario.script, body_log=self.root / ANTHROPIC_BODY_LOG
         )
         self.pagerduty = PagerDutyEmulator()
-        for emulator in (self.slack, self.gitlab, self.anthropic, self.pagerduty):
+        self.jira = JiraEmulator(deployment="Cloud")
+        for emulator in (self.slack, self.gitlab, self.anthropic, self.pagerduty, self.jira):
             emulator.start()
+        self.jira.control("seed", self.scenario.jira_seed())
+        # The world's HTTP host starts in a child and gets ready while the rest goes on: the
+        # sandbox pays a fork here, never the MCP SDK's import (bench_world_startup.py).
+        if self.with_world:
+            self.world = World(self.root / "world", self._jira_env()).start()
+            self.world.write_mcp_config(self.root / MCP_CONFIG)
         files = {**sample_project_files(), **dict(self.scenario.extra_files)}
         for path in self.scenario.projects:
             seed_sample_project(self.gitlab, path=path, files=files)
@@ -124,10 +149,15 @@ class Sandbox:
         return self
 
     def stop(self) -> None:
-        for name in ("github", "pagerduty", "anthropic", "gitlab", "slack"):
+        if self.world is not None:
+            self.world.stop()
+        for name in ("github", "jira", "pagerduty", "anthropic", "gitlab", "slack"):
             emulator = getattr(self, name, None)
             if emulator is not None:
                 emulator.stop()
+
+    def _jira_env(self) -> dict[str, str]:
+        return {"JIRA_URL": self.jira.url, "JIRA_USER": JIRA_USER, "JIRA_TOKEN": JIRA_TOKEN}
 
     def __enter__(self) -> Sandbox:
         return self.start()
@@ -146,6 +176,7 @@ class Sandbox:
             "GITLAB_URL": self.gitlab.url,
             "ANTHROPIC_BASE_URL": self.anthropic.url,
             "PAGERDUTY_API_URL": self.pagerduty.url,
+            "JIRA_URL": self.jira.url,
             **SANDBOX_TOKENS,
             # keep the real claude CLI offline (CLAUDE-CLI-FACTS.md)
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -171,6 +202,8 @@ class Sandbox:
             "anthropic": self.anthropic.snapshot(),
             "pagerduty": self.pagerduty.snapshot(),
             **({"github": self.github.snapshot()} if self.github is not None else {}),
+            "jira": self.jira.snapshot(),
+            "world": self.world.snapshot() if self.world is not None else None,
         }
 
     def write_state(self, path: Path) -> Path:

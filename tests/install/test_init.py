@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from harness_cli.agents import factory
 from harness_cli.sandbox.runner import Sandbox
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
 from tests.conftest import REPO, harness_subprocess
@@ -118,6 +119,9 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
         monkeypatch.setenv("HARNESS_DISPATCH", "inline")
         # an install without the claude CLI: the runtime falls back to its own tool loop
         monkeypatch.setenv("HARNESS_CLAUDE_BIN", str(tmp_path / "no-claude-here"))
+        # ...and says so once per process: a test before this one in the same worker may
+        # already have heard it
+        monkeypatch.setattr(factory, "_warned", [])
         yield sandbox
 
 

@@ -102,24 +102,30 @@ def test_sandbox_documents_its_control_api_and_keeps_its_state_on_sigterm(
 
     code, out, _ = harness_subprocess("sandbox", "--help", env={"COLUMNS": "200"})
     assert code == 0 and "/_control/<action>" in out
-    for emulator in ("Slack", "GitLab", "GitHub", "Anthropic", "PagerDuty"):
-        assert f"{emulator}:" in out
-    with Sandbox(tmp_path / "probe", github_enabled=True) as probe:  # each action exists
+    for emulator in ("Slack", "GitLab", "GitHub", "Anthropic", "PagerDuty", "Jira", "MCP world"):
+        assert f"{emulator}" in out
+    with Sandbox(
+        tmp_path / "probe", github_enabled=True
+    ) as probe:  # every documented action exists
         assert probe.github is not None
         for who, actions in CONTROL_API.items():
             names = re.findall(r"(?:^|, )([a-z_]+)", re.sub(r"\{[^}]*\}", "", actions))
+            if who.startswith("MCP world"):
+                continue  # the world host's actions: tests/sandbox/test_world_servers.py
             emulators = {
                 "Slack": [probe.slack],
                 "GitLab": [probe.gitlab],
                 "GitHub": [probe.github],
                 "Anthropic": [probe.anthropic],
                 "PagerDuty": [probe.pagerduty],
+                "Jira": [probe.jira],
                 "every emulator": [
                     probe.slack,
                     probe.gitlab,
                     probe.github,
                     probe.anthropic,
                     probe.pagerduty,
+                    probe.jira,
                 ],
             }[who]
             for emu in emulators:
@@ -143,6 +149,7 @@ def test_sandbox_documents_its_control_api_and_keeps_its_state_on_sigterm(
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
     state = json.loads((tmp_path / "box" / "sandbox-state.json").read_text())
-    assert {"slack", "gitlab", "github", "anthropic", "pagerduty"} <= set(state)
+    assert {"slack", "gitlab", "github", "anthropic", "pagerduty", "jira", "world"} <= set(state)
     assert state["github"]["repos"][0]["full_name"] == "acme/pricing-service"
     assert "GITHUB_URL" in started["env"] and "GITHUB_TOKEN" in started["env"]
+    assert state["world"]["servers"].keys() == {"logs", "metrics", "tracker", "docs", "db"}

@@ -57,7 +57,7 @@ def test_root_help_lists_everything_and_imports_no_command_module() -> None:
         "buf = io.StringIO()\n"
         "with contextlib.redirect_stdout(buf):\n"
         "    code = run(['--help'])\n"
-        "heavy = [m for m in ('anthropic', 'slack_sdk', 'gitlab', 'github', 'git',"
+        "heavy = [m for m in ('anthropic', 'slack_sdk', 'gitlab', 'github', 'git', 'atlassian', 'mcp',"
         " 'harness_cli.commands.case', 'harness_cli.commands.demo',"
         " 'harness_cli.sandbox.slack_api') if m in sys.modules]\n"
         "print(code, heavy, 'poll-slack' in buf.getvalue())\n"
@@ -71,7 +71,8 @@ def test_root_help_lists_everything_and_imports_no_command_module() -> None:
 def test_importing_the_cli_imports_no_sdk() -> None:
     probe = (
         "import sys, harness_cli.cli\n"
-        "print([m for m in ('anthropic','slack_sdk','gitlab','github','git') if m in sys.modules])"
+        "print([m for m in ('anthropic','slack_sdk','gitlab','github','git','atlassian','mcp')"
+        " if m in sys.modules])"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
