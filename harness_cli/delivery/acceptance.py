@@ -67,7 +67,6 @@ _NOISE_PARTS = frozenset(
     {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".venv"}
 )
 _NOISE_SUFFIXES = (".pyc", ".pyo")
-_SECRET_SUFFIXES = ("_TOKEN", "_SECRET", "_API_KEY", "_PASSWORD")
 
 
 class CheckRun(BaseModel):
@@ -200,16 +199,10 @@ def _argv(command: str) -> list[str]:
 
 
 def _env(box: View | None) -> dict[str, str]:
-    # The checks run code the agent wrote: they get no credentials of the harness.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.upper().endswith(_SECRET_SUFFIXES) and not k.startswith("SLACK_")
-    }
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    if box is not None:
-        env.update(HOME=str(box.home), TMPDIR="/tmp")
-    return env
+    # The checks run code the agent wrote: an allowlist (an agent command's environment), never
+    # the harness's own minus a list of names (#28 R3: AWS_SECRET_ACCESS_KEY got through).
+    home = box.home if box is not None else Path(os.environ.get("HOME") or "/nonexistent")
+    return sandbox.agent_env(home)
 
 
 def _run_check(command: str, worktree: Path, timeout_s: float, box: View | None) -> CheckRun:
