@@ -74,8 +74,9 @@ def test_env_file_credentials_never_reach_a_check_nor_leave(
     assert "FAILED config None None" in printing["stdout_tail"]  # the check never had them
     assert "HOME=" in printing["stdout_tail"] and "GITLAB_TOKEN" not in printing["stdout_tail"]
     assert result["data"].get("mr"), result  # the run went as far as an MR (a draft)
+    asked = desk.box.anthropic.recorded()
     seen = {
-        "model": "\n".join(r.body.decode("utf-8", "replace") for r in desk.box.anthropic.recorded()),
+        "model": "\n".join(r.body.decode("utf-8", "replace") for r in asked),
         "gitlab": json.dumps(desk.box.gitlab.snapshot()),
         "slack": json.dumps(desk.box.slack.snapshot()),
         "files": _everything_written(tmp_path / "workspace")

@@ -111,8 +111,10 @@ def test_every_env_file_value_is_a_secret_by_value_whatever_its_name(
     monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
     (tmp_path / "env").write_text("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI-K7MDENG\n")
     other = tmp_path / "cron.env"
-    other.write_text("DD_APP_KEY='8c1f0f5e2d7b4a9e6f3c'\nWEBHOOK=https://hooks.example/x/y9z\n"
-                     "GITLAB_URL=https://gitlab.example.com\nHARNESS_WORKSPACE=/srv/ws\n")  # fmt: skip
+    other.write_text(
+        "DD_APP_KEY='8c1f0f5e2d7b4a9e6f3c'\nWEBHOOK=https://hooks.example/x/y9z\n"
+        "GITLAB_URL=https://gitlab.example.com\nHARNESS_WORKSPACE=/srv/ws\n"
+    )
     monkeypatch.setenv("HARNESS_ENV_FILE", str(other))
     text = (
         "aws wJalrXUtnFEMI-K7MDENG dd 8c1f0f5e2d7b4a9e6f3c hook https://hooks.example/x/y9z "
