@@ -90,11 +90,13 @@ def _write(folder: Path, case: Case) -> None:
     control.write_text(folder, CASE_FILE, case.model_dump_json(indent=2, by_alias=True))
 
 
-def _is_case(path: Path) -> bool:
+def _control_of(path: Path) -> Path | None:
+    """The control folder of the case ``path`` is in (the case folder or a file of it)."""
     try:
-        return Path(path).absolute().parent == paths.cases_root().absolute()
-    except OSError:
-        return False
+        rel = Path(path).absolute().relative_to(paths.cases_root().absolute())
+    except ValueError:
+        return None
+    return paths.control_root() / rel.parts[0] if rel.parts else None
 
 
 def _tree_lock() -> Any:
@@ -112,7 +114,7 @@ def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None
     from harness_cli.workspace import gitsync
 
     if only is not None:
-        only = list(dict.fromkeys([*only, *(control.dir_for(p) for p in only if _is_case(p))]))
+        only = list(dict.fromkeys([*only, *filter(None, map(_control_of, only))]))
     root = paths.workspace()
     if not (root / ".git").exists():
         gitsync.ensure_repo(root, lock_dir=paths.locks_dir())

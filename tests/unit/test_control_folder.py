@@ -152,3 +152,30 @@ def test_a_workspace_from_before_control_is_adopted_once(harness_ready: Path) ->
     with pytest.raises(InputError):
         registry.load_case("AAA-10")
     assert [c["id"] for c in registry.list_cases()] == ["AAA-9"]
+
+
+def test_the_control_record_travels_with_the_workspace(
+    cli: Any, config_dir: Path, tmp_path: Path
+) -> None:
+    """Two machines must agree on the operator's decisions: control/ is committed and pushed
+    with the case, by every sync of the case folder."""
+    import subprocess
+
+    remote = tmp_path / "cases.git"
+    subprocess.run(
+        ["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)], check=True
+    )
+    assert cli("init", "--remote", str(remote))[0] == 0
+    assert cli("case", "new", "--project", "team-a", "--id", "AAA-3", "--title", "t")[0] == 0
+    assert cli("admin", "budget AAA-3 12")[0] == 0
+
+    tree = subprocess.run(
+        ["git", "-C", str(remote), "ls-tree", "-r", "--name-only", "main"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert {"control/AAA-3/case.json", "case-workspaces/AAA-3/case.json"} <= set(tree)
+    shown = subprocess.run(
+        ["git", "-C", str(remote), "show", "main:control/AAA-3/case.json"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert json.loads(shown)["budget_usd"] == 12
