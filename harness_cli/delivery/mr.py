@@ -152,11 +152,15 @@ def submit_mr(
     acceptance: AcceptanceRecord | None,
     head_sha: str,
     thresholds: Thresholds,
+    agent_text: bool = True,
 ) -> SubmitResult:
     """Lint, then create (or adopt) the MR, set draft/ready from the acceptance record, register
     it in monitored-mrs.json and in the case's ``case.json``. ``description`` is the model's
-    prose; the proof of work is appended here, from ``acceptance``."""
-    violations = _secrets(title, description)  # the model's own words, before the proof
+    prose; the proof of work is appended here, from ``acceptance``. ``agent_text=False``: the
+    title and description are GitLab's current ones sent again (a new proof of work), not new
+    words — already out, and scanned when they were new."""
+    # the model's own words, before the harness's proof (its check output is redacted)
+    violations = _secrets(title, description) if agent_text else []
     description = compose_description(description, acceptance, head_sha)
     violations += _lint(title, description, commit_messages)
     if violations:
