@@ -38,9 +38,10 @@ def median_wall(argv: list[str], env: dict[str, str]) -> float:
 
 
 def seed_cases(root: Path, count: int) -> None:
-    cases = root / "case-workspaces"
+    """The harness's records (``control/``), the case folders beside them."""
     for i in range(count):
-        d = cases / f"AAA-{i + 1}"
+        (root / "case-workspaces" / f"AAA-{i + 1}").mkdir(parents=True)
+        d = root / "control" / f"AAA-{i + 1}"
         d.mkdir(parents=True)
         (d / "case.json").write_text(
             json.dumps(

@@ -58,7 +58,9 @@ def per_call(root: Path) -> tuple[float, float]:
     folder.mkdir(parents=True)
     now = datetime.now(UTC)
     case = Case(id="AAA-1", project="team-a", created_at=now, updated_at=now)
-    (folder / "case.json").write_text(case.model_dump_json(by_alias=True))
+    record = root / "workspace" / "control" / "AAA-1"  # the harness's record of the case
+    record.mkdir(parents=True)
+    (record / "case.json").write_text(case.model_dump_json(by_alias=True))
     req = RunRequest(role="investigator", prompt="x", workdir=root, allowed_root=root)
     bare = Instant()
     # limits far away, so every check runs in full (run, case and day) and none stops the loop

@@ -13,12 +13,14 @@ run it as a CI job or a Kubernetes Job on another machine (ARCHITECTURE.md, "Sca
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -222,20 +224,21 @@ def _start(payload: Payload, payload_file: Path, chosen: Backend) -> Dispatched:
     argv = command_line(payload.workflow, payload_file)
     if chosen == "systemd":
         unit = _unit_name(payload.workflow, payload.case_id)
-        proc = subprocess.run(
-            [
-                "systemd-run",
-                "--user",
-                "--collect",
-                "--quiet",
-                f"--unit={unit}",
-                *[f"--setenv={k}={os.environ[k]}" for k in _passed_env()],
-                *argv,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        with unit_env_file(unit) as env_file:  # R9: no value on systemd-run's command line
+            proc = subprocess.run(
+                [
+                    "systemd-run",
+                    "--user",
+                    "--collect",
+                    "--quiet",
+                    f"--unit={unit}",
+                    f"--property=EnvironmentFile={env_file}",
+                    *argv,
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
         if proc.returncode != 0:
             event(
                 log,
@@ -289,3 +292,28 @@ def _passed_env() -> list[str]:
     """What a transient unit must inherit: our variables and the services' (never printed)."""
     prefixes = ("HARNESS_", "SLACK_", "GITLAB_", "ANTHROPIC_", "CLAUDE_", "PATH", "HOME")
     return [k for k in os.environ if k.startswith(prefixes)]
+
+
+@contextlib.contextmanager
+def unit_env_file(unit: str) -> Iterator[Path]:
+    """The unit's environment as a file only this user can read (``EnvironmentFile=``), gone
+    once systemd-run returns (it waits for the start job, which read it). #28 R9: values passed
+    as ``--setenv=NAME=VALUE`` were in every process list and stayed in the unit's properties;
+    from a file they reach only the workflow's own environment."""
+    folder = paths.home() / "run"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / f"{unit}.{os.getpid()}.env"
+    lines = [f"{k}={_quoted(os.environ[k])}\n" for k in _passed_env() if "\n" not in os.environ[k]]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.writelines(lines)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _quoted(value: str) -> str:
+    """A value as systemd's EnvironmentFile= reads it back unchanged: double quotes, with
+    backslash, quote, dollar and backtick escaped."""
+    return '"' + re.sub(r'([\\"$`])', r"\\\1", value) + '"'

@@ -87,6 +87,13 @@ def cases_root() -> Path:
     return workspace() / "case-workspaces"
 
 
+def control_root() -> Path:
+    """``$HARNESS_WORKSPACE/control``: what the harness decided about each case (status,
+    approvals, budgets, cost, acceptance results), beside ``case-workspaces/`` and outside
+    every agent's writable root (#28 R4). Synced with the workspace, so machines agree."""
+    return workspace() / "control"
+
+
 def logs_dir() -> Path:
     return home() / "logs"
 

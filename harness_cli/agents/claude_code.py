@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from harness_cli import redaction
 from harness_cli.agents import guard, lifetime, policy, prompt_layout, sandbox
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
@@ -221,7 +222,8 @@ class ClaudeCodeRuntime:
         env.update({**self.env, **ALWAYS_ENV, **(KEYED_ENV if _api_key() else {})})
         if os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"  # bypassPermissions is refused to root without it
-        return env
+        # Its Bash inherits this: no variable holding a secret's value, whatever its name (R3).
+        return redaction.without_secrets(env)
 
     def _run(self, binary: Path, req: RunRequest, folder: Path, settings: Path) -> RunResult:
         stream = _Stream(req, self.model)

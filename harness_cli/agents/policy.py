@@ -127,7 +127,9 @@ def forbidden_roots() -> tuple[Path, ...]:
     env file with the tokens, the workspace (other cases), the worktrees (other cases' code and
     the mirrors) and the operator's keys. A run's own roots may lie inside one of them (a case
     folder in the workspace); everything else there stays refused. The claude CLI's config
-    folder too: it holds the transcripts of every case's runs (and the operator's own)."""
+    folder too: it holds the transcripts of every case's runs (and the operator's own). And
+    the workspace's ``control/`` by name (#28 R4): the harness's decisions, which a case
+    folder's run must not even read as if they were its own."""
     from harness_cli.delivery.thresholds import DeliveryThresholds
 
     home = Path.home()
@@ -137,6 +139,7 @@ def forbidden_roots() -> tuple[Path, ...]:
         paths.home() / "env",
         paths.config_dir(),
         paths.workspace(),
+        paths.control_root(),
         DeliveryThresholds().root(),
         home / ".ssh",
         home / ".netrc",

@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness_cli import redaction
 from harness_cli.agents import policy
 from harness_cli.errors import PolicyRefused
 from harness_cli.logs import event
@@ -164,8 +165,10 @@ def view_for(
 
 
 def agent_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The whole environment of an agent's command: no variable of the harness's own."""
+    """The whole environment of an agent's command (and of the checks): no variable of the
+    harness's own, and none that holds a secret's value, whatever its name (#28 R3)."""
     env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "TZ") if k in os.environ}
+    env = redaction.without_secrets(env)
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(
         HOME=str(home), TMPDIR="/tmp", TERM="dumb", GIT_TERMINAL_PROMPT="0",

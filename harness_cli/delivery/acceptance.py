@@ -44,7 +44,7 @@ from harness_cli.agents.sandbox import SandboxSettings, View
 from harness_cli.delivery.check_guard import DEFAULT_CHECK_PATHS, checks_changed, guard_verdict
 from harness_cli.errors import ConfigError, HarnessError, ServiceError
 from harness_cli.services.git import Git
-from harness_cli.state.store import atomic_write_text
+from harness_cli.workspace import control
 
 __all__ = [
     "DEFAULT_CHECKS",
@@ -67,7 +67,6 @@ _NOISE_PARTS = frozenset(
     {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".venv"}
 )
 _NOISE_SUFFIXES = (".pyc", ".pyo")
-_SECRET_SUFFIXES = ("_TOKEN", "_SECRET", "_API_KEY", "_PASSWORD")
 
 
 class CheckRun(BaseModel):
@@ -93,7 +92,8 @@ class CheckRun(BaseModel):
 
 
 class AcceptanceRecord(BaseModel):
-    """``<case_dir>/acceptance/<stamp>-<sha12>.json``: the evidence that a snapshot passed."""
+    """``control/<case>/acceptance/<stamp>-<sha12>.json`` (mirrored in the case folder): the
+    evidence that a snapshot passed."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -199,16 +199,10 @@ def _argv(command: str) -> list[str]:
 
 
 def _env(box: View | None) -> dict[str, str]:
-    # The checks run code the agent wrote: they get no credentials of the harness.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.upper().endswith(_SECRET_SUFFIXES) and not k.startswith("SLACK_")
-    }
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    if box is not None:
-        env.update(HOME=str(box.home), TMPDIR="/tmp")
-    return env
+    # The checks run code the agent wrote: an allowlist (an agent command's environment), never
+    # the harness's own minus a list of names (#28 R3: AWS_SECRET_ACCESS_KEY got through).
+    home = box.home if box is not None else Path(os.environ.get("HOME") or "/nonexistent")
+    return sandbox.agent_env(home)
 
 
 def _run_check(command: str, worktree: Path, timeout_s: float, box: View | None) -> CheckRun:
@@ -330,19 +324,19 @@ def run_acceptance(
 
 
 def _write(record: AcceptanceRecord, case_dir: Path) -> None:
-    folder = case_dir / "acceptance"
+    # In the harness's control folder (#28 R4), mirrored into the case folder for humans.
     text = record.model_dump_json(indent=2) + "\n"
-    atomic_write_text(
-        folder / f"{clock.stamp(record.finished_at)}-{record.head_sha[:12]}.json", text
-    )
-    atomic_write_text(folder / "latest.json", text)
+    stamp = f"{clock.stamp(record.finished_at)}-{record.head_sha[:12]}"
+    control.write_text(case_dir, f"acceptance/{stamp}.json", text)
+    control.write_text(case_dir, "acceptance/latest.json", text)
 
 
 def latest_record(case_dir: Path) -> AcceptanceRecord | None:
-    """The newest record of the case, or None (an unreadable one counts as none: fail closed)."""
+    """The newest record of the case, or None (an unreadable one counts as none: fail closed).
+    Read from the control folder, never from the case folder's mirror."""
     try:
         return AcceptanceRecord.model_validate_json(
-            (case_dir / "acceptance" / "latest.json").read_bytes()
+            control.read_bytes(case_dir, "acceptance/latest.json")
         )
     except (OSError, ValueError):
         return None

@@ -27,7 +27,7 @@ from typing import Any
 from harness_cli import clock
 from harness_cli.errors import HarnessError
 from harness_cli.services.git import Git
-from harness_cli.state.store import atomic_write_text
+from harness_cli.workspace import control
 
 DEFAULT_CHECK_PATHS = (
     "tests/",
@@ -50,8 +50,10 @@ _PYTEST_CONFIG = (
     "setup.cfg",
     "pyproject.toml#tool.pytest",
 )
-APPROVALS = "checks-approved.json"
-"""``<case_dir>/acceptance/checks-approved.json``: the digests the operator accepted."""
+APPROVALS = "acceptance/checks-approved.json"
+"""``control/<case>/acceptance/checks-approved.json``: the digests the operator accepted —
+in the harness's control folder, never the case folder an agent writes (#28 R4); the case
+folder's copy is a mirror for humans (:mod:`harness_cli.workspace.control`)."""
 
 
 def check_paths(checks: Sequence[str]) -> list[str]:
@@ -155,24 +157,24 @@ def describe(worktree: Path, base_sha: str, changed: Sequence[str], limit: int =
 # -- the operator's OK ------------------------------------------------------------------------
 def approved_digests(case_dir: Path) -> set[str]:
     try:
-        data = json.loads((Path(case_dir) / "acceptance" / APPROVALS).read_text())
+        data = json.loads(control.read_bytes(Path(case_dir), APPROVALS))
     except (OSError, ValueError):
         return set()
     return {str(a.get("digest")) for a in data.get("approved", []) if isinstance(a, dict)}
 
 
 def approve(case_dir: Path, verdict: GuardVerdict, *, by: str) -> bool:
-    """Record the operator's OK for exactly this change; False when it was already given."""
-    path = Path(case_dir) / "acceptance" / APPROVALS
+    """Record the operator's OK for exactly this change; False when it was already given.
+    Only the operator's channels call this (``case accept-checks``, ``admin: accept-checks``)."""
     try:
-        data: dict[str, Any] = json.loads(path.read_text())
+        data: dict[str, Any] = json.loads(control.read_bytes(Path(case_dir), APPROVALS))
     except (OSError, ValueError):
         data = {"schema_version": 1, "approved": []}
     if any(a.get("digest") == verdict.digest for a in data["approved"]):
         return False
     entry = {"digest": verdict.digest, "paths": verdict.changed, "by": by}
     data["approved"].append({**entry, "at": clock.now().isoformat()})
-    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+    control.write_text(Path(case_dir), APPROVALS, json.dumps(data, indent=2) + "\n")
     return True
 
 

@@ -87,6 +87,7 @@ def _resubmit(work: Work, wt: Worktree) -> dict[str, Any] | None:
         title=current.title, description=current.description, commit_messages=[],
         case_id=work.case.id, case_dir=work.case_dir, acceptance=record,
         head_sha=wt.git().head_sha() or "", thresholds=work.cfg.harness.thresholds,
+        agent_text=False,
     )  # fmt: skip
     return {"web_url": done.web_url, "iid": done.iid, "ready": done.ready}
 

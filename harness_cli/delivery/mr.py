@@ -3,8 +3,9 @@
 - :func:`compose_prompt_section` reads ``sops/STYLE.md`` every time it is called (the packaged
   one when the operator has none): operators edit that file and the next MR follows it, with
   no restart (reference: "A style guide that keeps output from reading as machine-written").
-- :func:`submit_mr` lints the title, description and commit messages first; any violation
-  raises :class:`StyleRejected` and nothing reaches GitLab. The MR is a Draft unless a passing
+- :func:`submit_mr` lints the title, description and commit messages first, and scans the
+  title and description for secrets as a push is scanned; any violation raises
+  :class:`StyleRejected` and nothing reaches GitLab. The MR is a Draft unless a passing
   acceptance record exists for exactly the pushed head, and it is marked ready only then. A
   second submission for the same branch adopts the open MR (GitLab's 409) and updates it.
 - The proof of work in the description is the harness's, from the acceptance record of the
@@ -22,6 +23,7 @@ from pathlib import Path
 from harness_cli.config import Thresholds
 from harness_cli.delivery.acceptance import AcceptanceRecord, accepts_head
 from harness_cli.delivery.proof import compose_description, render_proof
+from harness_cli.delivery.secret_scan import scan_text
 from harness_cli.delivery.style import (
     StyleViolation,
     lint_commit_message,
@@ -118,6 +120,17 @@ def _lint(title: str, description: str, commit_messages: list[str]) -> list[Styl
     return found
 
 
+def _secrets(title: str, description: str) -> list[StyleViolation]:
+    """#28 R5: the MR's title and description leave like a push does, so they get the push's
+    scan (the harness's secrets in any encoding or split across lines, token shapes); a hit
+    goes back to the agent to rewrite — what was found is named, never shown."""
+    found = scan_text("title", title) + scan_text("description", description)
+    return [
+        StyleViolation("SECRET", f.line, f"carries {f.kind}", "leave it out entirely", f.path)
+        for f in found
+    ]
+
+
 def _bare(title: str) -> str:
     stripped = title.strip()
     while stripped.lower().startswith(("draft:", "wip:")):
@@ -139,12 +152,17 @@ def submit_mr(
     acceptance: AcceptanceRecord | None,
     head_sha: str,
     thresholds: Thresholds,
+    agent_text: bool = True,
 ) -> SubmitResult:
     """Lint, then create (or adopt) the MR, set draft/ready from the acceptance record, register
     it in monitored-mrs.json and in the case's ``case.json``. ``description`` is the model's
-    prose; the proof of work is appended here, from ``acceptance``."""
+    prose; the proof of work is appended here, from ``acceptance``. ``agent_text=False``: the
+    title and description are GitLab's current ones sent again (a new proof of work), not new
+    words — already out, and scanned when they were new."""
+    # the model's own words, before the harness's proof (its check output is redacted)
+    violations = _secrets(title, description) if agent_text else []
     description = compose_description(description, acceptance, head_sha)
-    violations = _lint(title, description, commit_messages)
+    violations += _lint(title, description, commit_messages)
     if violations:
         event(
             log,

@@ -134,6 +134,7 @@ def accept_checks(
         title=current.title, description=current.description, commit_messages=[],
         case_id=case_id, case_dir=folder, acceptance=rerun,
         head_sha=wt.git().head_sha() or "", thresholds=cfg.harness.thresholds,
+        agent_text=False,
     )  # fmt: skip
     registry.sync(f"case {case_id}: checks change accepted by {by}", cfg.harness.thresholds,
                   only=[folder])  # fmt: skip

@@ -1,7 +1,16 @@
-"""Nothing leaves with a push that should not (#21 p2): before any push, the lines the new
-commits add are scanned for every secret value the harness knows (its environment and the env
-file ``$HARNESS_HOME/env`` that cron and systemd source) and for token-shaped strings
-(detect-secrets' format plugins plus the shapes of the tokens the harness itself holds).
+"""Nothing leaves with a push that should not (#21 p2): before any push, what the push really
+sends is scanned for every secret value the harness knows and for token-shaped strings.
+
+What is really pushed (#28 R5: ``git diff -U0`` without ``--text`` missed binary files, files
+marked ``-diff`` in ``.gitattributes``, commit messages and encodings): every object the remote
+does not have yet — each blob read whole with ``git cat-file`` (binary or not, attributes never
+consulted), each commit (its message and its author lines), each file name — and the MR's
+title and description (:func:`scan_text`, from ``delivery.mr``). The harness's own secret values
+(``redaction.secret_sources``: the env file and its credentials) are looked for as written, in
+their common encodings (base64, hex, URL-encoded: ``redaction.encoded_forms``) and split across
+lines or string literals. Token shapes (ours, and detect-secrets' format plugins) are looked
+for in the lines the new commits add (``git log -p --text``, no textconv, no external diff):
+a shape already in the file before the change is not this change's.
 
 A hit refuses the push. What is reported is the file and the line, never the value: the
 operator gets one DM that says where to look, and the branch stays local.
@@ -10,40 +19,25 @@ operator gets one DM that says where to look, and the branch stays local.
 from __future__ import annotations
 
 import logging
-import os
 import re
-import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness_cli import paths
+from harness_cli import redaction
+from harness_cli.delivery import secret_shapes
 from harness_cli.errors import ServiceError
 from harness_cli.logs import event
 from harness_cli.services.git import Git
 
 log = logging.getLogger("harness.delivery.secret_scan")
 
-SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|PRIVATE_KEY|CREDENTIAL", re.I)
-"""An environment variable whose name says it holds a secret."""
-MIN_SECRET_CHARS = 8
-"""Shorter values are too common to mean anything (``true``, a port)."""
-TOKEN_SHAPES = {
-    "Slack token": re.compile(r"xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}"),
-    "GitLab token": re.compile(r"gl(?:pat|dt|rt|ptt|oas|cbt|imt|ft|agent)-[A-Za-z0-9_\-]{16,}"),
-    "Anthropic key": re.compile(r"sk-ant-[A-Za-z0-9_\-]{16,}"),
-    "PagerDuty token": re.compile(r"\bu\+[A-Za-z0-9_\-]{18,}"),
-    "private key": re.compile(r"-----BEGIN (?:[A-Z0-9]+ )?PRIVATE KEY-----"),
-}
-"""The shapes of the tokens the harness holds, as they leak (ours, so never missed)."""
-PLUGINS = (
-    "AWSKeyDetector", "ArtifactoryDetector", "AzureStorageKeyDetector", "BasicAuthDetector",
-    "DiscordBotTokenDetector", "GitHubTokenDetector", "GitLabTokenDetector", "JwtTokenDetector",
-    "MailchimpDetector", "NpmDetector", "OpenAIDetector", "PrivateKeyDetector",
-    "PypiTokenDetector", "SendGridDetector", "SlackDetector", "SquareOAuthDetector",
-    "StripeDetector", "TelegramBotTokenDetector", "TwilioKeyDetector",
-)  # fmt: skip
-"""detect-secrets' plugins that match a format, not a guess: no entropy or keyword plugin,
-whose false positives on ordinary code would block honest pushes."""
+SPLIT_CHARS = b" \t\r\n\"'`\\+,()"
+"""What line wrapping and string concatenation put between the parts of a split value
+(``"glpat-abc" +\\n "def"``): removed from both the text and the value before a second look."""
+BINARY_PROBE = 8000
+"""A blob with a NUL byte in its first 8,000 bytes is binary (git's own rule)."""
+_PRINTABLE = re.compile(rb"[\x20-\x7e]{8,}")
 
 
 @dataclass(frozen=True)
@@ -57,43 +51,149 @@ class Finding:
         return f"{self.path}:{self.line} ({self.kind})"
 
 
-def known_secrets() -> dict[str, str]:
-    """Value → the variable it came from: secret-named variables of the environment and every
-    variable of the env file (it exists to hold tokens)."""
-    found: dict[str, str] = {}
-    for name, value in os.environ.items():
-        if SECRET_NAME.search(name) and len(value) >= MIN_SECRET_CHARS:
-            found[value] = name
-    for name, value in _env_file(paths.home() / "env").items():
-        if len(value) >= MIN_SECRET_CHARS:
-            found.setdefault(value, name)
+@dataclass(frozen=True)
+class _Secret:
+    """One secret value of the harness's, in every form it is looked for."""
+
+    name: str
+    plain: tuple[bytes, ...]
+    """As written, then its encodings: searched in the bytes as they are."""
+    squeezed: tuple[bytes, ...]
+    """The same without :data:`SPLIT_CHARS`: searched in the bytes without them."""
+
+    def find(self, data: bytes, squeezed: bytes | None) -> tuple[int, str] | None:
+        """(line, kind) of the first place ``data`` holds this secret, or None."""
+        for n, form in enumerate(self.plain):
+            at = data.find(form)
+            if at >= 0:
+                how = "" if n == 0 else ", encoded"
+                return data.count(b"\n", 0, at) + 1, f"{self.name}'s value{how}"
+        if squeezed is None:
+            return None
+        for form in self.squeezed:
+            at = squeezed.find(form)
+            if at >= 0:
+                return _line_of_squeezed(data, at), f"{self.name}'s value, split"
+        return None
+
+
+def own_secrets() -> list[_Secret]:
+    """The harness's secret values (the env file, its credentials) and their forms."""
+    found: list[_Secret] = []
+    for value, name in redaction.secret_sources().items():
+        forms = [value, *redaction.encoded_forms(value)]
+        plain = tuple(f.encode("utf-8") for f in forms)
+        squeezed = {f.translate(None, SPLIT_CHARS) for f in plain}
+        keep = tuple(s for s in squeezed if len(s) >= redaction.MIN_SECRET_LENGTH)
+        found.append(_Secret(name, plain, keep))
     return found
 
 
-def _env_file(path: Path) -> dict[str, str]:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return {}
-    values: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip().removeprefix("export ").strip()
-        name, sep, value = line.partition("=")
-        if not sep or line.startswith("#") or not name.strip().isidentifier():
+def _squeeze(data: bytes) -> bytes:
+    return data.translate(None, SPLIT_CHARS)
+
+
+def _line_of_squeezed(data: bytes, at: int) -> int:
+    """The line of ``data`` holding the ``at``-th byte of its squeezed form."""
+    seen = 0
+    for number, line in enumerate(data.split(b"\n"), 1):
+        seen += len(_squeeze(line))
+        if seen > at:
+            return number
+    return data.count(b"\n") + 1
+
+
+def scan_bytes(where: str, data: bytes, secrets: list[_Secret]) -> list[Finding]:
+    """The harness's own secrets anywhere in ``data`` (one finding per secret)."""
+    squeezed = _squeeze(data)
+    found = (s.find(data, squeezed) for s in secrets)
+    return [Finding(where, line, kind) for line, kind in filter(None, found)]
+
+
+def scan_lines(lines: list[tuple[str, int, str]]) -> list[Finding]:
+    """Token shapes in ``(where, line number, text)`` lines (:mod:`secret_shapes`)."""
+    return [Finding(*hit) for hit in secret_shapes.scan_lines(lines)]
+
+
+def scan_text(where: str, text: str) -> list[Finding]:
+    """Everything :func:`scan_push` looks for, in one text the harness sends (an MR title or
+    description): the harness's secrets in any form, and token shapes on every line."""
+    findings = scan_bytes(where, text.encode("utf-8"), own_secrets())
+    return findings + scan_lines([(where, n, ln) for n, ln in enumerate(text.splitlines(), 1)])
+
+
+# -- what a push sends ------------------------------------------------------------------------
+def scan_push(git: Git, head: str, remote_has: Iterable[str]) -> list[Finding]:
+    """Every object reachable from ``head`` that none of ``remote_has`` (commits the remote
+    is known to hold; missing ones are ignored) reaches: blobs whole, commits whole, paths,
+    and the lines the new commits add."""
+    exclude = [f"^{sha}" for sha in dict.fromkeys(remote_has) if sha]
+    listed = git.run("rev-list", "--objects", "--ignore-missing", head, *exclude)
+    paths: dict[str, str] = {}
+    for row in listed.splitlines():
+        sha, _, path = row.partition(" ")
+        paths.setdefault(sha, path)
+    secrets = own_secrets()
+    findings: list[Finding] = []
+    lines: list[tuple[str, int, str]] = []
+    binaries: list[str] = []
+    for sha, kind, data in _objects(git, list(paths)):
+        if kind == "blob":
+            findings += scan_bytes(paths[sha] or sha, data, secrets)
+            if b"\0" in data[:BINARY_PROBE] and paths[sha]:
+                binaries.append(paths[sha])
+                lines += _printable_runs(paths[sha], data)
+        elif kind == "commit":
+            where = f"commit {sha[:10]}"
+            findings += scan_bytes(where, data, secrets)
+            message = data.split(b"\n\n", 1)[-1].decode("utf-8", "replace")
+            lines += [(where, n, line) for n, line in enumerate(message.splitlines(), 1)]
+    names = "\n".join(p for p in paths.values() if p).encode("utf-8")
+    findings += [Finding("(a file name)", 0, f.kind) for f in scan_bytes("", names, secrets)]
+    findings += scan_lines([*lines, *_added_lines(git, head, exclude, binaries)])
+    return list(dict.fromkeys(findings))
+
+
+def _printable_runs(path: str, data: bytes) -> list[tuple[str, int, str]]:
+    """The text inside a binary file (``strings``): where a token shape could be."""
+    found: list[tuple[str, int, str]] = []
+    line, seen = 1, 0
+    for match in _PRINTABLE.finditer(data):
+        line += data.count(b"\n", seen, match.start())
+        seen = match.start()
+        found.append((path, line, match.group().decode("ascii")))
+    return found
+
+
+def _objects(git: Git, shas: list[str]) -> Iterable[tuple[str, str, bytes]]:
+    """(sha, type, content) of each object, read in one ``git cat-file --batch``."""
+    if not shas:
+        return
+    out = git.run_bytes("cat-file", "--batch", stdin=("\n".join(shas) + "\n").encode())
+    at = 0
+    while at < len(out):
+        end = out.index(b"\n", at)
+        header = out[at:end].decode("ascii", "replace").split()
+        if len(header) != 3:  # "<sha> missing": nothing to read, nothing it could leak
+            at = end + 1
             continue
-        try:
-            parts = shlex.split(value, comments=True)
-        except ValueError:
-            parts = [value.strip().strip("'\"")]
-        values[name.strip()] = " ".join(parts)
-    return values
+        size = int(header[2])
+        yield header[0], header[1], out[end + 1 : end + 1 + size]
+        at = end + 1 + size + 1
 
 
-def added_lines(git: Git, base: str | None, head: str) -> list[tuple[str, int, str]]:
-    """(path, line number, text) of every line the commits ``base..head`` add (all of
-    ``head`` when there is no base)."""
-    spec = [f"{base}..{head}"] if base else [_empty_tree(git), head]
-    out = git.run("diff", "-U0", "--no-color", "--no-ext-diff", "--no-renames", *spec)
+def _added_lines(
+    git: Git, head: str, exclude: list[str], binaries: list[str]
+) -> list[tuple[str, int, str]]:
+    """(path, line number, text) of every line the new commits add, each commit against its
+    first parent, every file read as text whatever .gitattributes says — but the binary files,
+    whose text :func:`_printable_runs` gave already (their "lines" are noise)."""
+    skip = [f":(exclude,literal){path}" for path in dict.fromkeys(binaries)]
+    out = git.run(
+        "log", "-p", "-U0", "--text", "--no-textconv", "--no-ext-diff", "--no-renames",
+        "--no-color", "--diff-merges=first-parent", "--format=", "--ignore-missing", head,
+        *exclude, "--", ".", *skip,
+    )  # fmt: skip
     found: list[tuple[str, int, str]] = []
     path, number = "", 0
     for line in out.splitlines():
@@ -108,61 +208,39 @@ def added_lines(git: Git, base: str | None, head: str) -> list[tuple[str, int, s
     return found
 
 
-def _empty_tree(git: Git) -> str:
-    return git.run("hash-object", "-t", "tree", "/dev/null")
-
-
-def scan(git: Git, base: str | None, head: str) -> list[Finding]:
-    """Every added line of ``base..head`` that carries a known secret or a token shape."""
-    secrets = known_secrets()
-    findings: list[Finding] = []
-    lines = added_lines(git, base, head)
-    for path, number, text in lines:
-        kinds = [f"{name}'s value" for value, name in secrets.items() if value in text]
-        kinds += [kind for kind, shape in TOKEN_SHAPES.items() if shape.search(text)]
-        findings += [Finding(path, number, kind) for kind in dict.fromkeys(kinds)]
-    flagged = {(f.path, f.line) for f in findings}
-    findings += [
-        Finding(path, number, kind)
-        for path, number, kind in _detect_secrets([x for x in lines if x[:2] not in flagged])
-    ]
-    return findings
-
-
-def _detect_secrets(lines: list[tuple[str, int, str]]) -> list[tuple[str, int, str]]:
-    if not lines:
-        return []
-    from detect_secrets.core.scan import scan_line
-    from detect_secrets.settings import transient_settings
-
-    found: list[tuple[str, int, str]] = []
-    with transient_settings({"plugins_used": [{"name": name} for name in PLUGINS]}):
-        for path, number, text in lines:
-            kinds = dict.fromkeys(str(s.type) for s in scan_line(text))
-            found += [(path, number, kind) for kind in kinds]
-    return found
-
-
-def scan_branch(worktree: Path, branch: str, base_branch: str) -> list[Finding]:
-    """The commits a push of ``branch`` would send: those not on ``origin/<branch>`` yet (or
-    not on ``origin/<base_branch>`` before the first push)."""
+def scan_branch(
+    worktree: Path, branch: str, base_branch: str, *, base_sha: str = ""
+) -> list[Finding]:
+    """What a push of ``branch`` would send: the objects none of the remote's own heads reaches
+    (asked of the remote itself: a remote-tracking ref is a file the agent's box may write),
+    nor ``base_sha`` (where the harness made the worktree from the remote)."""
     git = Git(worktree)
     head = git.head_sha(f"refs/heads/{branch}")
     if head is None:
         return []
-    base = git.head_sha(f"refs/remotes/origin/{branch}") or git.head_sha(
-        f"refs/remotes/origin/{base_branch}"
-    )
     try:
-        findings = scan(git, base, head)
+        remote_has = [*_remote_heads(git), base_sha]
+        findings = scan_push(git, head, remote_has)
     except ServiceError as exc:  # fail closed: what cannot be scanned does not leave
-        return [Finding("(the diff)", 0, f"could not be scanned: {exc.message}")]
+        return [Finding("(the push)", 0, f"could not be scanned: {exc.message}")]
     if findings:
         event(
-            log, "secret_scan_hit", logging.WARNING, branch=branch,
+            log,
+            "secret_scan_hit",
+            logging.WARNING,
+            branch=branch,
             where=[f.render() for f in findings],
-        )  # fmt: skip
+        )
     return findings
+
+
+def _remote_heads(git: Git) -> list[str]:
+    """The commits the remote's branches point at; none when it cannot be asked (then only
+    ``base_sha`` counts as known, and the scan reads more: never less)."""
+    try:
+        return list(git.remote_heads("origin").values())
+    except ServiceError:
+        return []
 
 
 def refusal_text(case_id: str, branch: str, findings: list[Finding]) -> str:

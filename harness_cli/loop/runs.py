@@ -20,6 +20,7 @@ from harness_cli.errors import EXIT_FAILED, EXIT_USAGE, ConfigError, ServiceErro
 from harness_cli.logs import event
 from harness_cli.loop.evidence import ToolUse
 from harness_cli.ops.status_message import RunStatus, observe
+from harness_cli.workspace import control
 
 log = logging.getLogger("harness.investigation")
 
@@ -249,6 +250,9 @@ class CaseRunner:
             raise ModelUnavailable(
                 "config", role, exc.message, hint=hint or _hint("config", case)
             ) from None
+        finally:
+            if self.guard:  # a mirror the agent edited shows the harness's version again
+                control.refresh_mirrors(self.case_dir)
         u = result.usage
         uses = [ToolUse.from_event(t) for t in result.tool_events]
         self.tool_uses += uses

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,6 +60,18 @@ def workspace_remote() -> Check | None:
     ).stdout.split()
     if not remotes:
         return None
+    url = subprocess.run(
+        ["git", "-C", str(ws), "remote", "get-url", remotes[0]],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip()  # fmt: skip
+    if urllib.parse.urlsplit(url).password:  # #28 R9: git puts it on its helpers' argv
+        return Check(
+            "workspace remote",
+            "fail",
+            f"{remotes[0]}'s URL carries a credential: every git push shows it in the process list",
+            f"git -C {ws} remote set-url {remotes[0]} <the URL without user:token@>, and give "
+            "git the token through a credential helper or use an SSH URL",
+        )
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": "ssh -o BatchMode=yes"}
     try:
         proc = subprocess.run(

@@ -309,6 +309,9 @@ class GitLabEmulator(Emulator):
                         "title": mr.title,
                         "description": mr.description,
                         "detailed_merge_status": current.detailed_merge_status,
+                        "labels": list(mr.labels),
+                        "approved_by": [u.username for u in mr.approved_by],
+                        "reviewers": [u.username for u in mr.reviewers],
                         "notes": [
                             {"author": n.author.username, "body": n.body, "system": n.system}
                             for n in mr.notes

@@ -231,6 +231,9 @@ class MergeRequest:
     merge_when_pipeline_succeeds: bool = False
     should_remove_source_branch: bool | None = None
     discussions: list[Discussion] = field(default_factory=list)
+    approved_by: list[User] = field(default_factory=list)
+    """Who approved it (a ``/approve`` quick action is how the harness's text could)."""
+    reviewers: list[User] = field(default_factory=list)
 
     @property
     def notes(self) -> list[Note]:
@@ -268,7 +271,7 @@ class MergeRequest:
             "author": self.author.json(base),
             "assignees": [],
             "assignee": None,
-            "reviewers": [],
+            "reviewers": [u.json(base) for u in self.reviewers],
             "labels": list(self.labels),
             "draft": self.draft,
             "work_in_progress": self.draft,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness_cli.sandbox import gitlab_quick_actions as quick_actions
 from harness_cli.sandbox import gitlab_reviews as reviews
 from harness_cli.sandbox.gitlab_http import Ctx, Route, paginate, sort_items
 from harness_cli.sandbox.gitlab_model import (
@@ -86,14 +87,28 @@ def create_mr(ctx: Ctx) -> Response:
     project = ctx.project()
     if project.access_level(ctx.user.id) < DEVELOPER:
         raise ApiError(403, {"message": "403 Forbidden"})
-    mr = reviews.create_mr(ctx.state, project, ctx.user, ctx.args())
+    args, commands = _without_commands(ctx.args(), "description")
+    mr = reviews.create_mr(ctx.state, project, ctx.user, args)
+    quick_actions.run(ctx.state, project, mr, ctx.user, commands)
     return Response.json(_render(ctx, project, mr, single=True), status=201)
 
 
 def update_mr(ctx: Ctx) -> Response:
     project, mr = _mr(ctx)
-    reviews.update_mr(ctx.state, project, mr, ctx.user, ctx.args())
+    args, commands = _without_commands(ctx.args(), "description")
+    reviews.update_mr(ctx.state, project, mr, ctx.user, args)
+    quick_actions.run(ctx.state, project, mr, ctx.user, commands)
     return Response.json(_render(ctx, project, mr, single=True))
+
+
+def _without_commands(
+    args: dict[str, Any], name: str
+) -> tuple[dict[str, Any], list[quick_actions.Command]]:
+    """GitLab runs the quick actions of a description or a note and keeps the rest of it."""
+    if not isinstance(args.get(name), str):
+        return args, []
+    text, commands = quick_actions.extract(args[name])
+    return {**args, name: text}, commands
 
 
 def merge_mr(ctx: Ctx) -> Response:
@@ -144,8 +159,13 @@ def get_note(ctx: Ctx) -> Response:
 
 
 def create_note(ctx: Ctx) -> Response:
-    _, mr = _mr(ctx)
-    _, note = ctx.state.add_note(mr, ctx.user, _body(ctx), discussion=False)
+    project, mr = _mr(ctx)
+    body, commands = quick_actions.extract(_body(ctx))
+    if commands and not body.strip():  # only commands: run, nothing kept (GitLab's 202)
+        done = quick_actions.run(ctx.state, project, mr, ctx.user, commands)
+        return Response.json({"commands_changes": {}, "summary": done}, status=202)
+    _, note = ctx.state.add_note(mr, ctx.user, body, discussion=False)
+    quick_actions.run(ctx.state, project, mr, ctx.user, commands)
     return Response.json(note.json(mr, ctx.base), status=201)
 
 
@@ -195,15 +215,17 @@ def get_discussion(ctx: Ctx) -> Response:
 
 
 def create_discussion(ctx: Ctx) -> Response:
-    _, mr = _mr(ctx)
+    project, mr = _mr(ctx)
     position = ctx.args().get("position")
+    body, commands = quick_actions.extract(_body(ctx))
     discussion, _ = ctx.state.add_note(
         mr,
         ctx.user,
-        _body(ctx),
+        body or _body(ctx),
         discussion=True,
         position=position if isinstance(position, dict) else None,
     )
+    quick_actions.run(ctx.state, project, mr, ctx.user, commands)
     return Response.json(discussion.json(mr, ctx.base), status=201)
 
 
@@ -211,7 +233,9 @@ def reply(ctx: Ctx) -> Response:
     mr, discussion = _discussion(ctx)
     if discussion.notes and discussion.notes[0].system:
         raise ApiError(400, {"message": "400 Bad request - Can't reply to a system note"})
-    _, note = ctx.state.add_note(mr, ctx.user, _body(ctx), discussion=True, into=discussion)
+    body, commands = quick_actions.extract(_body(ctx))
+    _, note = ctx.state.add_note(mr, ctx.user, body or _body(ctx), discussion=True, into=discussion)
+    quick_actions.run(ctx.state, ctx.project(), mr, ctx.user, commands)
     return Response.json(note.json(mr, ctx.base), status=201)
 
 

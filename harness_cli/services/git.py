@@ -59,6 +59,26 @@ class Git:
         """Run ``git <args>``; return stdout without its trailing newline; raise on failure."""
         return self._exec(args).stdout.rstrip("\n")
 
+    def run_bytes(self, *args: str, stdin: bytes = b"") -> bytes:
+        """Run ``git <args>`` with ``stdin``; return stdout as bytes, undecoded (object
+        contents: ``cat-file --batch``). Same environment and failures as :meth:`run`."""
+        try:
+            proc = subprocess.run(
+                ["git", *args], cwd=self.repo_dir, env=_env(), input=stdin,
+                capture_output=True, timeout=self.timeout, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ServiceError(
+                redact(f"git {_verb(args)} failed in {self.repo_dir}: {exc}")
+            ) from None
+        if proc.returncode != 0:
+            detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+            raise ServiceError(
+                redact(f"git {_verb(args)} failed in {self.repo_dir} (exit {proc.returncode}): "
+                       + " | ".join(detail))
+            )  # fmt: skip
+        return proc.stdout
+
     def _exec(
         self, args: Sequence[str], *, check: bool = True, cwd: Path | None = None
     ) -> subprocess.CompletedProcess[str]:

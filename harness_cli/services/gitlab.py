@@ -9,6 +9,7 @@ benchmark (and a test) can see what one mr-monitor cycle costs.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -18,6 +19,21 @@ from harness_cli.redaction import redact, redact_value
 from harness_cli.services.gitlab_guard import Bounds, guard
 
 T = TypeVar("T")
+
+QUICK_ACTION = re.compile(r"^(?=/[A-Za-z])", re.MULTILINE)
+"""A line GitLab would run as a quick action (``/approve``, ``/merge``, ``/label ~x``…) — as the
+harness's own user — when it reaches an MR description or a note: the slash at the very start
+of the line (#28 R12)."""
+DEFUSED = "\u200b"
+"""Put before such a line's slash: a zero-width space, so the text reads the same and GitLab
+runs nothing (its extractor wants the slash first; no whitespace rule strips this)."""
+
+
+def outgoing(text: str) -> str:
+    """Every text the harness sends GitLab (an MR description, a note, a reply) passes here:
+    redacted, and no line of it a quick action. No text the harness sends is the operator's
+    own today; one that is would be the only exception."""
+    return QUICK_ACTION.sub(DEFUSED, redact(text))
 
 
 @dataclass
@@ -223,7 +239,7 @@ class LiveGitLab:
             "source_branch": source_branch,
             "target_branch": target_branch,
             "title": redact(full_title),
-            "description": redact(description),
+            "description": outgoing(description),
         }
         try:
             return self._guard(
@@ -255,7 +271,8 @@ class LiveGitLab:
     def update_mr(self, project: str, iid: int, **fields: Any) -> MergeRequest:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         for name, value in fields.items():
-            setattr(mr, name, redact_value(value))
+            text = name == "description" and isinstance(value, str)
+            setattr(mr, name, outgoing(value) if text else redact_value(value))
         self.calls += 1
         self._guard(mr.save)
         return self.get_mr(project, iid)
@@ -315,7 +332,7 @@ class LiveGitLab:
         gitlab_door.write(
             self,
             lambda text: self.raw_reply(project, iid, discussion_id, text),
-            action="reply", project=project, iid=iid, body=redact(body),
+            action="reply", project=project, iid=iid, body=outgoing(body),
             discussion_id=discussion_id,
         )  # fmt: skip
 
@@ -324,19 +341,19 @@ class LiveGitLab:
 
         gitlab_door.write(
             self, lambda text: self.raw_note(project, iid, text),
-            action="note", project=project, iid=iid, body=redact(body),
+            action="note", project=project, iid=iid, body=outgoing(body),
         )  # fmt: skip
 
     def raw_reply(self, project: str, iid: int, discussion_id: str, body: str) -> None:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         discussion = mr.discussions.get(discussion_id, lazy=True)
         self.calls += 1
-        self._guard(lambda: discussion.notes.create({"body": redact(body)}))
+        self._guard(lambda: discussion.notes.create({"body": outgoing(body)}))
 
     def raw_note(self, project: str, iid: int, body: str) -> None:
         mr = self._project(project).mergerequests.get(iid, lazy=True)
         self.calls += 1
-        self._guard(lambda: mr.notes.create({"body": redact(body)}))
+        self._guard(lambda: mr.notes.create({"body": outgoing(body)}))
 
     def resolve(self, project: str, iid: int, discussion_id: str) -> None:
         mr = self._project(project).mergerequests.get(iid, lazy=True)

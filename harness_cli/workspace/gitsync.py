@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import time
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -211,6 +212,8 @@ def ensure_repo(
     adopted and the local files are committed on top); an empty remote receives the initial
     commit. Safe to run again: an existing repository is left as it is.
     """
+    if remote_url:
+        refuse_credentials(remote_url)
     git = Git(workspace)
     with workspace_lock(lock_dir, lock_timeout):
         if git.is_repo():
@@ -235,6 +238,19 @@ def ensure_repo(
             _publish(git, published, max_push_attempts=3)
             result.pushed, result.head = published.pushed, published.head
         return result
+
+
+def refuse_credentials(url: str) -> None:
+    """A remote URL that carries a password or token (``https://oauth2:glpat-…@host/…``) is
+    refused (#28 R9): git hands it to its helpers on their command lines, where any process on
+    the machine reads it, and keeps it in .git/config."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password:
+        raise ConfigError(
+            f"the workspace remote {redact(url)} carries a credential in its URL",
+            hint="give it without one (https://host/group/repo.git or an SSH URL) and let git "
+            "find the credential (a credential helper, ~/.git-credentials or an SSH key)",
+        )
 
 
 # -- steps -----------------------------------------------------------------------------------

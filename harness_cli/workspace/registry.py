@@ -26,14 +26,17 @@ from harness_cli.state.locks import case_lock
 from harness_cli.state.models import ThreadEntry, ThreadMap
 from harness_cli.state.store import (
     atomic_write_json,
-    atomic_write_text,
     check_schema_version,
     unreadable_reason,
 )
+from harness_cli.workspace import control
 from harness_cli.workspace.case import Case, Source, validate_case_id
 
 log = logging.getLogger("harness.workspace")
 system_log = logging.getLogger("harness.system.sync")
+
+CASE_FILE = control.CASE_FILE
+adopt_legacy = control.adopt_legacy
 
 
 @dataclass
@@ -47,8 +50,15 @@ def case_dir(case_id: str) -> Path:
     return paths.cases_root() / validate_case_id(case_id)
 
 
+def case_file(case_id: str) -> Path:
+    """The case's record: ``control/<id>/case.json``, out of every agent's reach (#28 R4). The
+    ``case.json`` in the case folder is its mirror for humans; nothing here reads it."""
+    return paths.control_root() / validate_case_id(case_id) / CASE_FILE
+
+
 def load_case(case_id: str) -> Case:
-    path = case_dir(case_id) / "case.json"
+    path = case_file(case_id)
+    adopt_legacy()  # a no-op once control/ exists (callers under the tree lock ran it before)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -75,6 +85,20 @@ def restore_hint(path: Path) -> str:
     return f"restore it from the workspace's git history: git -C {where} checkout -- {rel}"
 
 
+def _write(folder: Path, case: Case) -> None:
+    """The record in ``control/``, then its mirror in the case folder."""
+    control.write_text(folder, CASE_FILE, case.model_dump_json(indent=2, by_alias=True))
+
+
+def _control_of(path: Path) -> Path | None:
+    """The control folder of the case ``path`` is in (the case folder or a file of it)."""
+    try:
+        rel = Path(path).absolute().relative_to(paths.cases_root().absolute())
+    except ValueError:
+        return None
+    return paths.control_root() / rel.parts[0] if rel.parts else None
+
+
 def _tree_lock() -> Any:
     """Writes to case files take the workspace's git lock too: a sync rebasing or merging
     rewrites the working tree, and a write landing in the middle would be lost or conflicted."""
@@ -85,9 +109,12 @@ def _tree_lock() -> Any:
 
 def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None) -> str | None:
     """Commit and push the workspace: "committed and pushed at every meaningful change".
-    Returns this sync's commit (None when nothing had changed)."""
+    Returns this sync's commit (None when nothing had changed). A case folder in ``only``
+    brings its control folder along: the two are one case."""
     from harness_cli.workspace import gitsync
 
+    if only is not None:
+        only = list(dict.fromkeys([*only, *filter(None, map(_control_of, only))]))
     root = paths.workspace()
     if not (root / ".git").exists():
         gitsync.ensure_repo(root, lock_dir=paths.locks_dir())
@@ -162,9 +189,13 @@ def open_case(
     ``sync_now=False`` leaves the commit to the caller (a poll cycle commits its new cases
     once, at its end; the next sync commits anything a killed run left behind)."""
     folder = case_dir(case_id)
+    adopt_legacy()
     with case_lock(case_id):
-        if (folder / "case.json").exists():
-            return Opened(load_case(case_id), False, folder)
+        if case_file(case_id).exists():
+            case = load_case(case_id)
+            if not (folder / CASE_FILE).exists():  # killed between the record and its mirror
+                control.mirror(folder, CASE_FILE, case_file(case_id).read_text("utf-8"))
+            return Opened(case, False, folder)
         now = clock.now()
         case = Case(
             id=case_id,
@@ -185,7 +216,7 @@ def open_case(
             # The originating message is evidence: agents may read it, never rewrite it.
             os.chmod(msg_path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
             crash_point("case.message")
-            atomic_write_text(folder / "case.json", case.model_dump_json(indent=2, by_alias=True))
+            _write(folder, case)
             crash_point("case.json")
         event(log, "case_created", case_id=case_id, project=project, kind=kind)
         if case.source.channel and case.source.thread_ts and paths.cases_root() in _SOURCES:
@@ -207,6 +238,7 @@ def update_case(
     this is where a closed case's threads stop being polled — and a reopened one's start again.
     """
     folder = case_dir(case_id)
+    adopt_legacy()
     with case_lock(case_id):
         with _tree_lock():
             case = load_case(case_id)
@@ -217,9 +249,7 @@ def update_case(
         if changed:
             case.updated_at = clock.now()
             with _tree_lock():
-                atomic_write_text(
-                    folder / "case.json", case.model_dump_json(indent=2, by_alias=True)
-                )
+                _write(folder, case)
     if (was == "closed") != (case.status == "closed"):
         set_threads_closed(case, closed=case.status == "closed")
     if changed and sync_now:
@@ -228,7 +258,7 @@ def update_case(
 
 def is_closed(case_id: str) -> bool:
     """The case exists and is closed (an unreadable case.json is not "closed": it raises)."""
-    if not (case_dir(case_id) / "case.json").exists():
+    if not case_file(case_id).exists():
         return False
     return load_case(case_id).status == "closed"
 
@@ -256,7 +286,8 @@ def list_cases(
     ``case list`` must stay fast with thousands of cases. A folder whose case.json cannot be
     read is never skipped silently: it is logged (what and how to fix), and with
     ``include_broken`` listed with status ``broken`` and a ``problem``."""
-    root = paths.cases_root()
+    adopt_legacy()
+    root = paths.control_root()
     out: list[dict[str, Any]] = []
     try:
         entries = os.scandir(root)
@@ -264,7 +295,7 @@ def list_cases(
         return out
     with entries:
         for entry in entries:
-            path = Path(entry.path) / "case.json"
+            path = Path(entry.path) / CASE_FILE
             try:
                 raw = path.read_bytes()
             except (FileNotFoundError, NotADirectoryError):
@@ -384,7 +415,8 @@ def case_by_source(channel: str, ts: str) -> str | None:
 
 
 def _raw_cases() -> Iterator[dict[str, Any]]:
-    root = paths.cases_root()
+    adopt_legacy()
+    root = paths.control_root()
     try:
         entries = os.scandir(root)
     except FileNotFoundError:
@@ -392,7 +424,7 @@ def _raw_cases() -> Iterator[dict[str, Any]]:
     with entries:
         for entry in entries:
             try:
-                with open(os.path.join(entry.path, "case.json"), "rb") as handle:
+                with open(os.path.join(entry.path, CASE_FILE), "rb") as handle:
                     data = json.loads(handle.read())
             except (FileNotFoundError, NotADirectoryError, ValueError):
                 continue

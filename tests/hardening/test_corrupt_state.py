@@ -166,7 +166,7 @@ def test_every_case_json_corruption_is_exit_2_naming_the_file(
     cli, ready: Path, tmp_path: Path, variant: str
 ) -> None:  # type: ignore[no-untyped-def]
     home = tmp_path / "harness-home"
-    path = tmp_path / "workspace" / "case-workspaces" / CASE / "case.json"
+    path = tmp_path / "workspace" / "control" / CASE / "case.json"  # the record, not its mirror
     failures = []
     for argv in CASE_READERS:
         path.write_bytes(CASE_CORRUPTIONS[variant])
@@ -183,7 +183,7 @@ def test_a_case_with_an_unreadable_case_json_is_listed_as_broken(
 ) -> None:  # type: ignore[no-untyped-def]
     code, _, err = cli("case", "new", "--project", "team-a", "--id", "AAA-8", "--title", "ok")
     assert code == 0, err
-    (tmp_path / "workspace" / "case-workspaces" / CASE / "case.json").write_bytes(b'{"id": "AA')
+    (tmp_path / "workspace" / "control" / CASE / "case.json").write_bytes(b'{"id": "AA')
     code, out, err = cli("case", "list", "--json")
     assert code == 0, err
     listed = {c["id"]: c for c in json.loads(out)["data"]}

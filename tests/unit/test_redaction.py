@@ -99,3 +99,52 @@ def test_redaction_keeps_json_valid_and_binary_untouched() -> None:
 def test_prose_about_credentials_is_not_mangled() -> None:
     text = "Bearer authentication fails since Tuesday; the private token page says expired"
     assert redact(text) == text
+
+
+def test_every_env_file_value_is_a_secret_by_value_whatever_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#28 R3: names that end in none of _TOKEN/_SECRET/_API_KEY/_PASSWORD, in the file named by
+    HARNESS_ENV_FILE as well as $HARNESS_HOME/env; only the documented settings stay readable."""
+    from harness_cli.redaction import encoded_forms, without_secrets
+
+    monkeypatch.setenv("HARNESS_HOME", str(tmp_path))
+    (tmp_path / "env").write_text("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI-K7MDENG\n")
+    other = tmp_path / "cron.env"
+    other.write_text(
+        "DD_APP_KEY='8c1f0f5e2d7b4a9e6f3c'\nWEBHOOK=https://hooks.example/x/y9z\n"
+        "GITLAB_URL=https://gitlab.example.com\nHARNESS_WORKSPACE=/srv/ws\n"
+    )
+    monkeypatch.setenv("HARNESS_ENV_FILE", str(other))
+    text = (
+        "aws wJalrXUtnFEMI-K7MDENG dd 8c1f0f5e2d7b4a9e6f3c hook https://hooks.example/x/y9z "
+        "at https://gitlab.example.com/g in /srv/ws"
+    )
+    out = redact(text)
+    for secret in ("wJalrXUtnFEMI-K7MDENG", "8c1f0f5e2d7b4a9e6f3c", "hooks.example/x/y9z"):
+        assert secret not in out
+    assert "https://gitlab.example.com/g" in out and "/srv/ws" in out
+    # encoded as an agent would hide it: base64 at any alignment, hex, URL-encoding
+    import base64
+    import urllib.parse
+
+    secret = "wJalrXUtnFEMI-K7MDENG"
+    for prefix in ("", "a", "ab"):
+        b64 = base64.b64encode((prefix + secret + "tail").encode()).decode()
+        assert secret not in redact(b64) and any(f in b64 for f in encoded_forms(secret))
+        assert redact(b64) != b64
+    assert redact(secret.encode().hex()) == REDACTED
+    assert "K7MDENG" not in redact(urllib.parse.quote("x" + secret + "/y", safe=""))
+    # and no variable holding one reaches code the harness does not trust
+    env = {"PATH": "/usr/bin", "MY_VAR": "wJalrXUtnFEMI-K7MDENG", "OTHER": "x"}
+    assert without_secrets(env) == {"PATH": "/usr/bin", "OTHER": "x"}
+
+
+def test_process_variables_named_like_credentials_anywhere_in_the_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("AWS_SECRET_ACCESS_KEY", "DD_APP_KEY", "STRIPE_KEY", "DB_PASSWORD_FILE_VALUE"):
+        monkeypatch.setenv(name, f"value-of-{name.lower()}-123")
+        assert f"value-of-{name.lower()}-123" not in redact(f"x value-of-{name.lower()}-123 y")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Alice Example")
+    assert redact("by Alice Example") == "by Alice Example"

@@ -185,7 +185,7 @@ def real_push(wt: Worktree, *, lease: str | None = None) -> PushResult:
         return PushResult(ok=False, branch=wt.branch, refused=True, error=refusal)
     from harness_cli.delivery import secret_scan
 
-    found = secret_scan.scan_branch(wt.path, wt.branch, wt.base_branch)
+    found = secret_scan.scan_branch(wt.path, wt.branch, wt.base_branch, base_sha=wt.base_sha)
     if found:  # every push, L2's too: a secret the healer added never leaves either
         error = "refused by the secret scan: " + ", ".join(f.render() for f in found[:5])
         return PushResult(ok=False, branch=wt.branch, refused=True, error=error)

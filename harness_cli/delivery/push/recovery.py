@@ -109,7 +109,7 @@ def push_with_recovery(
     th = thresholds or _thresholds(cfg)
     started = clock.now()
     trail = case_dir / "delivery" / f"push-{clock.stamp(started)}.json"
-    findings = secret_scan.scan_branch(wt.path, wt.branch, wt.base_branch)
+    findings = secret_scan.scan_branch(wt.path, wt.branch, wt.base_branch, base_sha=wt.base_sha)
     if findings:  # #21 p2: nothing of it leaves, no layer tries again; the operator is told
         return _refuse_secrets(outbound, cfg, wt, case_id, findings, started, trail)
     rebase = pre_push_rebase(wt, target=target)
