@@ -6,10 +6,10 @@ worktree hangs off its own bare repository, ``<root>/.repos/<key>.git``:
 
 - its objects are its own; the mirror's (``<root>/.mirrors/…``, which only the harness
   fetches into) are borrowed read-only through ``objects/info/alternates`` — nothing is copied;
-- its refs are the base branch, the remote's default branch and the case's own branch, fetched
-  from the mirror; its ``origin`` fetches the first two from the remote, and :func:`fetch`
-  the case's branch as well (a refspec git requires to exist cannot name a branch not yet
-  pushed), never more;
+- its refs are the base branch and the remote's default branch, fetched from the mirror, and
+  the case's own branch, fetched from the remote (the mirror never holds a case branch); its
+  ``origin`` fetches the first two, :func:`fetch` the case's branch as well (a refspec git
+  requires to exist cannot name a branch not yet pushed), never more;
 - its config is what :func:`ensure` wrote (``git_guard`` refuses a key it did not write).
 
 The box (``agents.sandbox.git_view``) lets an agent write this repository's objects, refs and
@@ -61,13 +61,14 @@ def ensure(root: Path, mirror: Git, key: str, repo_url: str, base_branch: str, b
         repo.run("config", "--unset-all", "remote.origin.fetch")
     for spec in refspecs(wanted[:-1]):
         repo.run("config", "--add", "remote.origin.fetch", spec)
-    present = [b for b in dict.fromkeys(wanted) if mirror.head_sha(f"refs/remotes/origin/{b}")]
+    present = [b for b in dict.fromkeys(wanted[:-1]) if mirror.head_sha(f"refs/remotes/origin/{b}")]
     specs = [f"+refs/remotes/origin/{b}:refs/remotes/origin/{b}" for b in present]
     # a local case branch an older harness left in the shared mirror (unpushed work)
     if mirror.head_sha(f"refs/heads/{branch}") and repo.head_sha(f"refs/heads/{branch}") is None:
         specs.append(f"refs/heads/{branch}:refs/heads/{branch}")
     if specs:
         repo.run("fetch", "-q", "--no-tags", str(mirror.repo_dir), *specs)
+    _fetch_branch(repo, branch)
     if default and default in present:
         repo.run("symbolic-ref", "refs/remotes/origin/HEAD", f"refs/remotes/origin/{default}")
     # packed-refs exists from now on, so the box can pin it (a file that does not exist yet
@@ -80,6 +81,10 @@ def fetch(git: Git, branch: str) -> None:
     """``git fetch origin`` of the case's repository: its base and default branches, then the
     case's own branch when the remote has it (not before its first push)."""
     git.fetch("origin")
+    _fetch_branch(git, branch)
+
+
+def _fetch_branch(git: Git, branch: str) -> None:
     try:
         git.run("fetch", "-q", "--no-tags", "origin", *refspecs([branch]))
     except ServiceError as exc:

@@ -50,6 +50,8 @@ PUSH_TRAP_URL = "/nonexistent/only-the-harness-pushes-this-branch"
 """The worktree's ``remote.origin.pushurl``: a ``git push origin …`` typed by an agent fails
 here, so the push whose exit code counts is always the harness's own."""
 MIRRORS_DIR = ".mirrors"
+NO_CASE_BRANCHES = f"^refs/heads/{BRANCH_PREFIX}*"
+"""The mirror's negative refspec: it fetches every branch but the case branches."""
 IMPROVE_SUFFIX = ".improve"
 """The key suffix of a case's worktree of a second repository (the harness's own)."""
 LOCK_TIMEOUT_S = 600.0
@@ -203,6 +205,11 @@ def ensure_mirror(root: Path, repo_url: str, project_path: str) -> Git:
         mirror.run("remote", "set-url", "origin", repo_url)
     if mirror.run("config", "--default", "", "--get", "gc.auto") != "0":
         mirror.run("config", "gc.auto", "0")  # case repositories borrow its objects
+    # never the case branches: their objects would be readable to every case that borrows
+    # the mirror's (each case fetches its own branch into its own repository)
+    specs = mirror.run("config", "--get-all", "remote.origin.fetch").split()
+    if NO_CASE_BRANCHES not in specs:
+        mirror.run("config", "--add", "remote.origin.fetch", NO_CASE_BRANCHES)
     mirror.run("fetch", "-q", "--prune", "origin")
     with suppress(ServiceError):  # the remote may not advertise HEAD; protection still holds
         mirror.run("remote", "set-head", "origin", "--auto")

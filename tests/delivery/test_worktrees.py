@@ -124,8 +124,11 @@ def test_two_cases_on_one_repo_never_collide(make_wt, origin: Origin) -> None:
     assert (one.path / "README.md").read_text() == "# shop\n"  # nothing crossed over
     assert (two.path / "app.txt").read_text() == APP
     assert mirror_state(mirror) == before
-    # Nothing of the cases lands in the mirror: only the harness fetches into it.
+    # Nothing of the cases lands in the mirror, not even once pushed: the next fetch into it
+    # leaves the case branches out (their objects would be readable to every case).
     assert outside_refs(mirror) == refs_before
+    make_wt("T-3")
+    assert "refs/remotes/origin/harness/" not in Git(mirror).run("for-each-ref")
     assert origin.sha("main") == one.base_sha  # the default branch never moved
 
 
