@@ -41,7 +41,8 @@ PASSED_ENV = (
 """The only variables of the harness's environment a git command sees: its config's location,
 the commit identity a test or an operator pins, the operator's SSH agent, CA bundle and proxy.
 Credentials come from the operator's git config (a credential helper, an SSH key), never from
-the harness's tokens."""
+the harness's tokens. The system config (``/etc/gitconfig``) stays on unless the operator set
+``GIT_CONFIG_NOSYSTEM``: it is root's, no agent writes it, and a site's proxy or CA is there."""
 
 NEUTRAL_CONFIG = (
     "core.hooksPath=/dev/null",
