@@ -101,11 +101,14 @@ def _default_branch(mirror: Git) -> str | None:
 
 
 def gitdir_of(repo: Path, worktree: Path) -> Path | None:
-    """The git dir ``repo`` keeps for ``worktree`` (found from the repository's side: its
-    ``worktrees/*/gitdir`` back-pointers, which no agent may write)."""
+    """The git dir ``repo`` keeps for ``worktree``, found from the repository's side: the one
+    named after the worktree's folder (as ``git worktree add`` names it), else another whose
+    back-pointer names it (git adds a number on a clash) — never what the ``.git`` file says."""
     folder = repo / "worktrees"
     want = os.path.realpath(worktree / ".git")
-    for gitdir in sorted(folder.iterdir()) if folder.is_dir() else ():
+    named = folder / worktree.name
+    others = sorted(p for p in folder.iterdir() if p != named) if folder.is_dir() else []
+    for gitdir in [named, *others]:
         try:
             back = (gitdir / "gitdir").read_text(encoding="utf-8").strip()
         except OSError:
