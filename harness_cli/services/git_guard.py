@@ -58,9 +58,12 @@ ALLOWED_KEYS = (
     "extensions.worktreeconfig", "gc.auto",
     "remote.*.url", "remote.*.fetch", "remote.*.pushurl",
     "branch.*.remote", "branch.*.merge", "user.name", "user.email",
+    "lfs.repositoryformatversion",
 )  # fmt: skip
 """The keys a worktree's config files may hold (``git config --list`` spelling): what
-``worktrees.create`` and git itself write there. Anything else was put there by someone else."""
+``worktrees.create`` and git itself (and git-lfs, with the filters of the operator's own config)
+write there. Anything else was put there by someone else: what the operator wants git to do
+(a credential helper, an SSH command) belongs in their global git config."""
 
 HISTORY_FILES = ("shallow", "info/grafts")
 """Files in a common dir that change what history git shows (a commit cut off from its
