@@ -163,6 +163,8 @@ def git_for(path: Path) -> Git:
     the repository's own back-pointers); any other is refused (``git_guard.TamperedRepo``).
     A path the registry does not know gets the generic check of :func:`git_guard.verify_link`."""
     path = Path(path)
+    if not path.is_dir():  # gone (the operator deleted it): nothing there to run git on
+        return Git(path)
     real = os.path.realpath(path)
     for record in registry().read().worktrees.values():
         if os.path.realpath(record.path) != real:

@@ -92,8 +92,9 @@ def neutral_args() -> list[str]:
 def _refuse(worktree: Path, what: str) -> TamperedRepo:
     return TamperedRepo(
         f"refusing to run git in {worktree}: {what}",
-        hint="an agent changed the worktree's git files; nothing was run there. Inspect it, "
-        "then remove it (`harness case …` or delete the folder) so the next run makes a new one",
+        hint="something changed the worktree's git files (an agent?) and nothing ran there; "
+        f"inspect it, then delete the folder {worktree}: the next run makes a new one from the "
+        "case's branch",
     )
 
 

@@ -6,6 +6,7 @@ are in tests/delivery/test_git_hardening.py."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -234,3 +235,22 @@ def test_a_module_that_would_shadow_the_runner_is_a_change_to_the_checks(tmp_pat
                "sitecustomize.py"]  # fmt: skip
     found = check_guard.shadowing(tmp_path, changed)
     assert found == ["pytest.py", "pluggy/__init__.py", "tests/json.py", "sitecustomize.py"]
+
+
+def test_a_refused_worktree_is_made_again_once_its_folder_is_deleted(
+    wt: worktrees.Worktree, tmp_path: Path
+) -> None:
+    """The refusal's hint is the way out: delete the folder, the next run makes a new one from
+    the case's branch (its commits kept)."""
+    (wt.path / "app.py").write_text("x = 2\n")
+    wt.git().add(["app.py"])
+    kept = wt.git().commit("Keep this")
+    (wt.path / ".git").write_text(f"gitdir: {tmp_path}\n")
+    with pytest.raises(git_guard.TamperedRepo) as refused:
+        worktrees.for_case("T-1")
+    assert f"delete the folder {wt.path}" in refused.value.line()
+    shutil.rmtree(wt.path)
+    th = DeliveryThresholds(worktree_root=str(wt.path.parent))
+    origin = (tmp_path / "origin.git").as_uri()
+    again = worktrees.create("T-1", origin, "acme/app", "main", thresholds=th)
+    assert again.path != wt.path and again.git().head_sha() == kept
