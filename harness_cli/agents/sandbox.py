@@ -30,8 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import redaction
 from harness_cli.agents import policy
-from harness_cli.errors import PolicyRefused
+from harness_cli.errors import HarnessError, PolicyRefused
 from harness_cli.logs import event
+from harness_cli.services import git_guard
 
 log = logging.getLogger("harness.agents.sandbox")
 
@@ -74,6 +75,9 @@ class View:
     home: Path = Path("/nonexistent")
     network: bool = False
     toolchain: tuple[Path, ...] = field(default_factory=tuple)
+    mounted: tuple[tuple[Path, Path], ...] = ()
+    """(folder, where the box sees it) read-write: acceptance's clean checkout, seen at the
+    worktree's path (bubblewrap only)."""
 
 
 def toolchain(extra: Sequence[str] = ()) -> tuple[Path, ...]:
@@ -103,36 +107,70 @@ def toolchain(extra: Sequence[str] = ()) -> tuple[Path, ...]:
 
 
 def git_view(worktree: Path) -> tuple[list[Path], list[Path], list[Path]]:
-    """(writable, pinned, readable) that git needs in a linked worktree: its own git dir and the
-    mirror's objects, refs and logs (commits, rebases) writable; the mirror itself (config,
-    hooks) and the files naming where the git dir is, read-only."""
+    """(writable, pinned, readable) that git needs in a linked worktree: its own git dir and its
+    repository's objects, refs and logs (commits, rebases) writable; the rest of the repository
+    (config, hooks, HEAD, packed-refs, info/, other worktrees' git dirs) and the files naming
+    where the git dir is, pinned read-only — for the claude CLI's sandbox too, which otherwise
+    lets a worktree write its whole common dir (#28 R7); the mirror whose objects it borrows,
+    read-only. A ``.git`` file that does not name a git dir of a repository that names it
+    back gets no git access at all."""
     link = worktree / ".git"
-    if link.is_dir():  # a plain repo inside the worktree: its config and hooks stay ours
-        return [], [link / "config", link / "hooks"], []
+    if link.is_dir() and not link.is_symlink():  # a plain repo: its config and hooks stay ours
+        return [], [link / "config", link / "hooks", link / "info"], []
     try:
-        text = link.read_text(encoding="utf-8").strip()
-    except OSError:
-        return [], [], []
-    if not text.startswith("gitdir:"):
+        gitdir = git_guard.read_link(worktree)
+        back = (gitdir / "gitdir").read_text(encoding="utf-8").strip() if gitdir else ""
+        pointed = (gitdir / "commondir").read_text(encoding="utf-8").strip() if gitdir else ""
+    except (HarnessError, OSError):
         return [], [link], []
-    gitdir = Path(text.removeprefix("gitdir:").strip())
-    gitdir = gitdir if gitdir.is_absolute() else (worktree / gitdir).resolve()
-    try:
-        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
-    except OSError:
-        common = gitdir
+    if gitdir is None or os.path.realpath(back) != os.path.realpath(link):
+        return [], [link], []
+    common = Path(os.path.realpath(gitdir / pointed))
+    if Path(os.path.realpath(gitdir)).parent != common / "worktrees":
+        return [], [link], []
     if (common / "objects").is_dir():
         # git makes logs/ at its first reflog write; made now, every run gets the same view
         # (the claude CLI prints the view into its Bash tool's definition: a prompt prefix)
         with contextlib.suppress(OSError):
             (common / "logs").mkdir(exist_ok=True)
-    writable = [gitdir, *(common / name for name in ("objects", "refs", "logs"))]
+    writable = [gitdir, *(common / name for name in _GIT_WRITABLE)]
     pinned = [link, *(gitdir / name for name in ("commondir", "gitdir", "config.worktree"))]
+    pinned += _common_pins(common, gitdir)
+    alternates = common / "objects" / "info" / "alternates"
+    borrowed = [Path(line) for line in _lines(alternates) if line.startswith("/")]
     return (
         [p for p in writable if p.exists()],
         [p for p in pinned if p.exists()],
-        [common],
+        [common, *(p for p in borrowed if p.is_dir())],
     )
+
+
+_GIT_WRITABLE = ("objects", "refs", "logs")
+
+
+def _common_pins(common: Path, gitdir: Path) -> list[Path]:
+    """Everything of the common dir an agent may not write: each entry but objects, refs, logs
+    and worktrees; each other worktree's git dir; the alternates file naming the mirror. (A
+    name that does not exist yet cannot be pinned in the claude CLI's sandbox — it turns it
+    into an unreadable file — so :mod:`case_repos` makes ``packed-refs`` up front and
+    ``git_guard`` refuses a repository with a ``shallow`` file.)"""
+    try:
+        entries = sorted(common.iterdir())
+        others = sorted((common / "worktrees").iterdir())
+    except OSError:
+        entries, others = [], []
+    keep = {*_GIT_WRITABLE, "worktrees"}
+    pins = [e for e in entries if e.name not in keep]
+    pins += [o for o in others if o.name != gitdir.name]
+    pins.append(common / "objects" / "info" / "alternates")
+    return pins
+
+
+def _lines(path: Path) -> list[str]:
+    try:
+        return [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    except OSError:
+        return []
 
 
 def view_for(
@@ -197,6 +235,8 @@ def bwrap_argv(view: View, argv: Sequence[str], *, bwrap: str = "bwrap") -> list
             args += ["--symlink", os.readlink(path), str(path)]
         elif path.exists():
             args += [how, str(path), str(path)]
+    for source, seen in view.mounted:
+        args += ["--bind", str(source), str(seen)]
     args += ["--chdir", str(view.cwd), "--", *argv]
     return args
 

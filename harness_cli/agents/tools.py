@@ -8,11 +8,18 @@ tool   effect       retry-safe  timeout  path rule
 Read   read-only    yes         30 s     inside the run's readable roots (regular files)
 Glob   read-only    yes         60 s     inside the readable roots
 Grep   read-only    yes         60 s     inside the readable roots
-Write  writes-file  no          30 s     inside allowed_root, never message.json
-Edit   writes-file  no          30 s     inside allowed_root, never message.json
+Write  writes-file  no          30 s     inside allowed_root, never message.json, a
+                                         ``.git`` or what the box pins; no link followed
+Edit   writes-file  no          30 s     as Write
 Bash   external     no          600 s    in the sandbox (``agents/sandbox.py``); the guard
                                          reverts what changed outside allowed_root after
 =====  ===========  ==========  =======  ==============================================
+
+Write and Edit run in the harness's own process, outside the box: the box's rule is theirs too.
+A ``.git`` anywhere (file or folder, any case, reached through a symlink or not) would let an
+agent point the harness's next ``git status`` at a git dir of its making (#28 R1), so it is
+refused, as is every path the box pins; the file is written with no symlink followed
+(``state.nofollow``).
 
 Read-only calls of one turn may run concurrently; the rest run one at a time, in order. A
 retry-safe call is tried again once after a transient OS error; a write never is, since the
@@ -36,6 +43,8 @@ from typing import Any, Literal
 from harness_cli.agents import lifetime, sandbox
 from harness_cli.agents.guard import SKIP_DIRS, is_pinned
 from harness_cli.agents.policy import is_readable
+from harness_cli.errors import PolicyRefused
+from harness_cli.state import nofollow
 
 Effect = Literal["read-only", "writes-file", "external"]
 
@@ -144,13 +153,26 @@ def read_target(raw: str, ctx: ToolContext) -> Path:
 
 def write_target(raw: str, ctx: ToolContext) -> Path:
     """The real file a write would change — symlinks and ``..`` resolved — or a refusal."""
-    target = Path(os.path.realpath(_path(raw, ctx)))
+    given = _path(raw, ctx)
+    target = Path(os.path.realpath(given))
     root = Path(os.path.realpath(ctx.allowed_root))
     if not target.is_relative_to(root):
         raise ToolFailure(f"refused: {raw} is outside the writable folder {root}")
     if is_pinned(target, root, ctx.workdir):
         raise ToolFailure(f"refused: {target.name} is the case's original message; read-only")
+    if any(_is_git(part) for part in (*given.parts, *target.relative_to(root).parts)):
+        raise ToolFailure(f"refused: {raw} is git's own (.git); only the harness writes there")
+    pinned = {Path(os.path.realpath(p)) for p in (ctx.box.pinned if ctx.box else ())}
+    if any(target == p or target.is_relative_to(p) for p in pinned):
+        raise ToolFailure(f"refused: {raw} is read-only in this run")
     return target
+
+
+def _is_git(name: str) -> bool:
+    """``.git`` as any file system may spell it: any case, trailing dots or spaces, the 8.3
+    short name."""
+    folded = name.casefold().rstrip(". ")
+    return folded == ".git" or folded == "git~1"
 
 
 # -- read-only --------------------------------------------------------------------------------
@@ -242,10 +264,18 @@ def _files(base: Path) -> list[Path]:
 def _write(ctx: ToolContext, args: dict[str, Any]) -> str:
     target = write_target(args["file_path"], ctx)
     existed = target.exists()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(args["content"], encoding="utf-8")
+    _put(ctx, target, args["content"])
     verb = "updated" if existed else "created"
     return f"File {verb} successfully at: {target}"
+
+
+def _put(ctx: ToolContext, target: Path, text: str) -> None:
+    """Write in place (an executable stays executable), following no link on the way."""
+    try:
+        root = Path(os.path.realpath(ctx.allowed_root))
+        nofollow.write(root, target, text.encode("utf-8"), atomic=False)
+    except PolicyRefused as exc:
+        raise ToolFailure(f"refused: {exc.message}") from None
 
 
 def _edit(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -265,7 +295,7 @@ def _edit(ctx: ToolContext, args: dict[str, Any]) -> str:
             "or set replace_all"
         )
     replace_all = bool(args.get("replace_all"))
-    target.write_text(text.replace(old, new, -1 if replace_all else 1), encoding="utf-8")
+    _put(ctx, target, text.replace(old, new, -1 if replace_all else 1))
     replaced = count if replace_all else 1
     return f"The file {target} has been updated successfully ({replaced} replaced)."
 

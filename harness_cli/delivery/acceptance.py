@@ -13,15 +13,19 @@ files they depend on, for the operator to approve before the result is trusted.
 Fail-closed means: no check configured, a check that cannot start, a timeout, or a worktree that
 changed while the checks ran all give ``passed=False``.
 
-The checks run code the agent wrote, so they run in the agent's box (``agents.sandbox``): the
-worktree read-write, the toolchain read-only, a scratch HOME, no network, no ``$HARNESS_HOME``,
-no credentials. With no working sandbox they are refused like any other agent command, unless
-harness.yaml says ``sandbox.required: false``.
+The checks run code the agent wrote, so they run in the agent's box (``agents.sandbox``): a
+clean checkout of the snapshot (:mod:`clean_tree`) mounted at the worktree's path, read-write,
+the toolchain read-only, a scratch HOME, no network, no ``$HARNESS_HOME``, no credentials. With
+no working sandbox they are refused like any other agent command, unless harness.yaml says
+``sandbox.required: false``. ``python -m pytest`` runs the harness's own pytest, imported
+before the tree is on ``sys.path`` (:data:`PYTEST_BOOT`): a ``pytest.py`` in the tree cannot
+stand in for it (#28 R6).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -41,8 +45,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness_cli import __version__, clock
 from harness_cli.agents import sandbox
 from harness_cli.agents.sandbox import SandboxSettings, View
+from harness_cli.delivery import clean_tree
 from harness_cli.delivery.check_guard import DEFAULT_CHECK_PATHS, checks_changed, guard_verdict
-from harness_cli.errors import ConfigError, HarnessError, ServiceError
+from harness_cli.delivery.worktrees import git_for
+from harness_cli.errors import ConfigError, HarnessError
 from harness_cli.services.git import Git
 from harness_cli.workspace import control
 
@@ -62,6 +68,13 @@ __all__ = [
 CHECKS_KEY = "required_checks"
 """The optional projects.yaml key (per project) listing the commands acceptance runs."""
 DEFAULT_CHECKS = ("python -m pytest -q",)
+PYTEST_BOOT = (
+    "import sys, pytest; sys.argv[0] = 'pytest'; sys.path.insert(0, ''); "
+    "raise SystemExit(pytest.main())"
+)
+"""``python -m pytest`` as the harness runs it: ``python -I -B -c PYTEST_BOOT …`` imports the
+runner from the harness's interpreter first (isolated: no cwd, no PYTHON* variables), then puts
+the tree first on ``sys.path`` as ``-m`` would, for the code under test."""
 TAIL_CHARS = 4000
 _NOISE_PARTS = frozenset(
     {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".venv"}
@@ -154,24 +167,12 @@ def _untracked(git: Git, excluded: Sequence[str]) -> list[str]:
     )
 
 
-def _diff_bytes(worktree: Path) -> bytes:
-    # Bytes, not text: a decoding step could map two different edits to the same digest.
-    argv = ["git", "diff", "--binary", "--no-color", "--no-ext-diff", "--no-renames", "HEAD"]
-    try:
-        proc = subprocess.run(argv, cwd=worktree, capture_output=True, timeout=300, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ServiceError(f"git diff failed in {worktree}: {exc}") from None
-    if proc.returncode != 0:
-        detail = proc.stderr.decode("utf-8", "replace").strip()[-300:]
-        raise ServiceError(f"git diff failed in {worktree} (exit {proc.returncode}): {detail}")
-    return proc.stdout
-
-
 def snapshot(worktree: Path, *, excluded: Sequence[str] = ()) -> tuple[str, str, list[str]]:
     """(head sha, digest, dirty paths) of ``worktree`` as it is now."""
-    git = Git(worktree)
+    git = git_for(worktree)
     head = git.run("rev-parse", "HEAD")
-    diff = _diff_bytes(worktree)
+    # Bytes, not text: a decoding step could map two different edits to the same digest.
+    diff = git.run_bytes("diff", "--binary", "--no-color", "--no-ext-diff", "--no-renames", "HEAD")
     changed = git.run("diff", "--name-only", "-z", "--no-renames", "HEAD").split("\0")
     untracked = _untracked(git, excluded)
     digest = hashlib.sha256()
@@ -195,6 +196,8 @@ def _argv(command: str) -> list[str]:
     argv = shlex.split(command)
     if argv and argv[0] in ("python", "python3"):
         argv[0] = sys.executable
+        if argv[1:3] == ["-m", "pytest"]:
+            argv[1:3] = ["-I", "-B", "-c", PYTEST_BOOT]
     return argv
 
 
@@ -290,13 +293,18 @@ def run_acceptance(
     started_at = clock.now()
     head, digest, dirty = snapshot(worktree, excluded=excluded)
     settings = box or SandboxSettings()
-    with sandbox.scratch() as folder:
-        view = None
+    with (
+        sandbox.scratch() as folder,
+        clean_tree.checkout(worktree, folder, excluded=excluded) as tree,
+    ):
+        view, where = None, tree
         if checks and sandbox.required_box("anthropic", settings, "acceptance"):
             view = sandbox.view_for(
-                worktree, [worktree], [], folder / "home", extra_toolchain=settings.toolchain
+                worktree, [], [], folder / "home", extra_toolchain=settings.toolchain
             )
-        runs = [_run_check(command, worktree, timeout_s, view) for command in checks]
+            view = dataclasses.replace(view, mounted=((tree, worktree),))
+            where = worktree  # the box's cwd: the tree, mounted there
+        runs = [_run_check(command, where, timeout_s, view) for command in checks]
     after = snapshot(worktree, excluded=excluded)
     reason = _verdict(runs, after[:2] != (head, digest))
     guard = guard_verdict(worktree, base_sha, checks, approved) if base_sha else None

@@ -10,46 +10,61 @@ without the operator's explicit OK, given for exactly that change (a digest of i
 What a check depends on is derived from its command: ``pytest tests/test_x.py`` runs that file
 (and every conftest, and the pytest config); ``pytest`` alone or a command the harness cannot
 read (``make test``) depends on every test path (:data:`DEFAULT_CHECK_PATHS`).
+
+Whatever the command, a check also depends on what shapes the run without being a test
+(#28 R6): the runner's config wherever pytest looks for it (``.pytest.ini`` included), what git
+ignores or how it filters (``.gitignore``, ``.gitattributes``, the repository's
+``info/exclude`` and ``info/attributes``: a file hidden from git is hidden from the MR), and a
+module that would shadow one the runner imports (:func:`shadowing`: ``pytest.py`` at the top,
+a stdlib or installed module's name where Python would find it first).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
+import importlib.metadata
 import json
 import shlex
+import sys
 import tomllib
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harness_cli import clock
+from harness_cli.delivery.worktrees import git_for
 from harness_cli.errors import HarnessError
 from harness_cli.services.git import Git
 from harness_cli.workspace import control
 
+_PYTEST_CONFIG = (
+    "*conftest.py",
+    "*pytest.ini",
+    "*tox.ini",
+    "*setup.cfg",
+    "*pyproject.toml#tool.pytest",
+    "*.gitignore",
+    "*.gitattributes",
+)
+"""The runner's config where pytest looks for it (from the tests' folder up: ``pytest.ini``,
+``.pytest.ini``, …), and what decides which files git — and so the MR — sees at all."""
 DEFAULT_CHECK_PATHS = (
     "tests/",
     "test/",
-    "*conftest.py",
-    "pytest.ini",
-    "tox.ini",
-    "setup.cfg",
+    *_PYTEST_CONFIG,
     "noxfile.py",
     ".gitlab-ci.yml",
     ".github/workflows/",
-    "pyproject.toml#tool.pytest",
 )
 """What the default checks depend on. ``dir/`` is a prefix, a glob matches the whole path, and
-``file#a.b`` means only the TOML table ``[a.b]`` of that file."""
-_PYTEST_CONFIG = (
-    "*conftest.py",
-    "pytest.ini",
-    "tox.ini",
-    "setup.cfg",
-    "pyproject.toml#tool.pytest",
-)
+``file#a.b`` means only the TOML table ``[a.b]`` of the files the glob ``file`` matches."""
+SHADOW_ALWAYS = frozenset({"pytest", "_pytest", "py", "pluggy", "sitecustomize", "usercustomize"})
+"""Module names that shadow the runner whether or not this interpreter has them."""
+REPO_FILES = ("info/exclude", "info/attributes")
+"""Files of the repository (not the tree) that hide or filter files: only comments allowed."""
 APPROVALS = "acceptance/checks-approved.json"
 """``control/<case>/acceptance/checks-approved.json``: the digests the operator accepted —
 in the harness's control folder, never the case folder an agent writes (#28 R4); the case
@@ -130,8 +145,9 @@ def guard_verdict(
 def changes_digest(worktree: Path, base_sha: str, changed: Iterable[str]) -> str:
     files = sorted({c.split("#", 1)[0] for c in changed})
     digest = hashlib.sha256(base_sha.encode())
+    repo = dict(zip(REPO_FILES, git_for(Path(worktree)).git_paths(*REPO_FILES), strict=True))
     for rel in files:
-        path = Path(worktree) / rel
+        path = repo[rel[5:]] if rel.startswith(".git/") else Path(worktree) / rel
         digest.update(rel.encode() + b"\0")
         digest.update(path.read_bytes() if path.is_file() else b"(deleted)")
         digest.update(b"\0")
@@ -140,8 +156,11 @@ def changes_digest(worktree: Path, base_sha: str, changed: Iterable[str]) -> str
 
 def describe(worktree: Path, base_sha: str, changed: Sequence[str], limit: int = 8) -> str:
     """``git diff --stat`` of the check paths and the first lines the change removed."""
-    git = Git(Path(worktree))
-    files = [c.split("#", 1)[0] for c in changed]
+    git = git_for(Path(worktree))
+    files = [c.split("#", 1)[0] for c in changed if not c.startswith(".git/")]
+    hidden = [c for c in changed if c.startswith(".git/")]
+    if not files:
+        return f"{', '.join(hidden)} changed (files git no longer shows in the MR)"
     try:
         stat = git.run("diff", "--stat", base_sha, "--", *files)
         diff = git.run("diff", "--unified=0", base_sha, "--", *files)
@@ -199,17 +218,72 @@ def checks_changed(
 ) -> list[str]:
     """Paths the required checks depend on that differ from ``base_sha`` — committed,
     uncommitted or untracked — for the operator to approve before a pass is trusted."""
-    git = Git(Path(worktree))
+    git = git_for(Path(worktree))
     changed = _changed_files(git, base_sha)
     flagged: set[str] = set()
     for pattern in check_paths:
         if "#" in pattern:
-            file, _, dotted = pattern.partition("#")
-            if file in changed and _section_differs(git, Path(worktree), base_sha, file, dotted):
-                flagged.add(pattern)
+            glob, _, dotted = pattern.partition("#")
+            for file in (c for c in changed if _matches(glob, c)):
+                if _section_differs(git, Path(worktree), base_sha, file, dotted):
+                    flagged.add(f"{file}#{dotted}")
             continue
         flagged.update(p for p in changed if _matches(pattern, p))
+    flagged.update(shadowing(Path(worktree), changed))
+    flagged.update(_repo_files(git))
     return sorted(flagged)
+
+
+def shadowing(worktree: Path, changed: Iterable[str]) -> list[str]:
+    """Changed ``.py`` files (or packages) that Python would import in place of a module of
+    the runner's interpreter: a top-level name of the stdlib, of an installed distribution or
+    of :data:`SHADOW_ALWAYS`, in a folder the run puts on ``sys.path`` (the root, or any folder
+    that is not itself a package: pytest inserts those to import tests and conftests)."""
+    found = []
+    for rel in changed:
+        path = PurePosixPath(rel)
+        if path.suffix == ".py" and path.stem != "__init__":
+            name, folder = path.stem, path.parent
+        elif path.name == "__init__.py" and path.parent != PurePosixPath("."):
+            name, folder = path.parent.name, path.parent.parent
+        else:
+            continue
+        in_package = str(folder) != "." and (worktree / folder / "__init__.py").is_file()
+        if not in_package and _runner_module(name):
+            found.append(rel)
+    return found
+
+
+def _runner_module(name: str) -> bool:
+    if name in SHADOW_ALWAYS or name in sys.stdlib_module_names:
+        return True
+    return name in _installed()
+
+
+@functools.cache
+def _installed() -> frozenset[str]:
+    """Top-level module names of the distributions installed beside the harness."""
+    names: set[str] = set()
+    for dist in importlib.metadata.distributions():
+        top = dist.read_text("top_level.txt") or ""
+        names.update(line.strip() for line in top.splitlines() if line.strip())
+        names.add(str(dist.metadata["Name"] or "").replace("-", "_").lower())
+    names.discard("")
+    return frozenset(names)
+
+
+def _repo_files(git: Git) -> list[str]:
+    """``.git/info/exclude`` and ``.git/info/attributes`` of the worktree's repository, when
+    they hold anything but comments: the harness never writes there, so an agent did."""
+    found = []
+    for name, path in zip(REPO_FILES, git.git_paths(*REPO_FILES), strict=True):
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        if any(ln.strip() and not ln.lstrip().startswith("#") for ln in lines):
+            found.append(f".git/{name}")
+    return found
 
 
 def _table(text: str | None, dotted: str) -> Any:

@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harness_cli.delivery.style import lint_commit_message
+from harness_cli.delivery.worktrees import git_for
 from harness_cli.errors import PolicyRefused
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
@@ -20,7 +21,7 @@ from harness_cli.services.git import Git
 
 
 def head_sha(worktree: Path) -> str:
-    return Git(worktree).head_sha() or ""
+    return git_for(worktree).head_sha() or ""
 
 
 log = logging.getLogger("harness.delivery.commit")
@@ -35,7 +36,7 @@ SECRET_NAMES = (
 
 def commit_all(worktree: Path, message: str) -> str | None:
     """Stage what the task may touch and commit; None when there was nothing to commit."""
-    git = Git(worktree)
+    git = git_for(worktree)
     git.run("add", "-u", "--", ".")  # changes and deletions of tracked files
     new, left_out = _split_new_files(git)
     git.add(new)
@@ -49,7 +50,7 @@ def commit_all(worktree: Path, message: str) -> str | None:
 
 def outside_task_paths(worktree: Path) -> list[str]:
     """New files the harness did not commit (outside the task's paths, or secret-looking)."""
-    return _split_new_files(Git(worktree))[1]
+    return _split_new_files(git_for(worktree))[1]
 
 
 def _split_new_files(git: Git) -> tuple[list[str], list[str]]:

@@ -21,14 +21,11 @@ the branch with a compare-and-swap ``update-ref``: the working tree never change
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
 from dataclasses import dataclass
 
 from harness_cli.delivery.identity import is_placeholder
 from harness_cli.delivery.style import lint_commit_message, strip_attribution
 from harness_cli.delivery.worktrees import Worktree
-from harness_cli.errors import ServiceError
 from harness_cli.logs import event
 from harness_cli.services.git import Git
 
@@ -124,8 +121,7 @@ def _commit_tree(
     author: tuple[str, str, str],
     committer: tuple[str, str, str],
 ) -> str:
-    env = {
-        **os.environ,
+    env = {  # added to git's hardened environment (services.git_guard), never os.environ
         "GIT_AUTHOR_NAME": author[0],
         "GIT_AUTHOR_EMAIL": author[1],
         "GIT_AUTHOR_DATE": author[2],
@@ -133,17 +129,5 @@ def _commit_tree(
         "GIT_COMMITTER_EMAIL": committer[1],
         "GIT_COMMITTER_DATE": committer[2],
     }
-    argv = ["git", "commit-tree", tree, *[a for p in parents for a in ("-p", p)]]
-    proc = subprocess.run(
-        argv,
-        cwd=git.repo_dir,
-        input=message,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=60,
-    )
-    if proc.returncode != 0:
-        raise ServiceError(f"git commit-tree failed in {git.repo_dir}: {proc.stderr.strip()}")
-    return proc.stdout.strip()
+    args = ["commit-tree", tree, *[a for p in parents for a in ("-p", p)]]
+    return git.run(*args, input=message, env=env).strip()

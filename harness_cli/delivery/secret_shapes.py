@@ -134,9 +134,8 @@ alternation or class, 50-90 ms each over 10,000 lines) run on the lines holding 
 def _plugin_patterns() -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-    classes: dict[str, Any] = {
-        c.__name__: c for c in get_mapping_from_secret_type_to_class().values()
-    }
+    plugins: list[Any] = list(get_mapping_from_secret_type_to_class().values())
+    classes: dict[str, Any] = {c.__name__: c for c in plugins}
     # line anchors as the plugins mean them, one line at a time
     return tuple(
         (

@@ -20,7 +20,8 @@ class DeliveryThresholds(BaseModel):
     worktree_root: str = "~/.worktrees"
     """“Ahead of any agent that must change code, it builds a sandboxed worktree under
     ~/.worktrees/case-<case_id>-<stamp>/, checked out from a clean branch.” The per-repo
-    mirrors live under ``<worktree_root>/.mirrors/``."""
+    mirrors live under ``<worktree_root>/.mirrors/``, each case's own repository under
+    ``<worktree_root>/.repos/``."""
     push_heal_attempts: int = Field(3, ge=1)
     """L2 bounded retry: “Each incident gets 3 attempts at most … If the next push returns
     non-zero, the loop logs a failed attempt however confidently Claude claimed success.”"""

@@ -7,19 +7,24 @@ own branch ``harness/<case_id>``; the agent edits files there with its own tools
 commits and pushes. A failure stays inside that worktree.
 
 The "main checkout" is a bare mirror (``<root>/.mirrors/<group>__<project>.git``): it has no
-working tree to dirty, and it keeps only remote-tracking refs plus the case branches the
-worktrees check out. Its config enables ``extensions.worktreeConfig`` so each worktree carries
-its own git identity and a push trap (``remote.origin.pushurl``): an agent's ``git push`` fails,
-and only the harness pushes, to the fetch URL, in ``delivery.push``.
+working tree to dirty, only the harness fetches into it, and no agent may write it. Each case's
+worktree hangs off the case's own bare repository (:mod:`case_repos`), which borrows the
+mirror's objects and holds only the case's branch and its base: a case never sees another's.
+That repository's config enables ``extensions.worktreeConfig`` so each worktree carries its own
+git identity and a push trap (``remote.origin.pushurl``): an agent's ``git push`` fails, and
+only the harness pushes, to the fetch URL, in ``delivery.push``. Every git command the harness
+runs in a worktree goes through :func:`git_for`: the ``.git`` file must name the git dir the
+harness made for it (#28 R1), or nothing runs.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,10 +32,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
+from harness_cli.delivery import case_repos
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError, ServiceError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
+from harness_cli.services import git_guard
 from harness_cli.services.git import Git
 from harness_cli.state.locks import hold
 from harness_cli.state.store import JsonFile
@@ -43,6 +50,8 @@ PUSH_TRAP_URL = "/nonexistent/only-the-harness-pushes-this-branch"
 """The worktree's ``remote.origin.pushurl``: a ``git push origin …`` typed by an agent fails
 here, so the push whose exit code counts is always the harness's own."""
 MIRRORS_DIR = ".mirrors"
+NO_CASE_BRANCHES = f"^refs/heads/{BRANCH_PREFIX}*"
+"""The mirror's negative refspec: it fetches every branch but the case branches."""
 IMPROVE_SUFFIX = ".improve"
 """The key suffix of a case's worktree of a second repository (the harness's own)."""
 LOCK_TIMEOUT_S = 600.0
@@ -62,10 +71,11 @@ class Worktree:
     case_id: str
 
     def git(self) -> Git:
-        return Git(self.path)
+        return git_for(self.path)
 
     def mirror(self) -> Path:
-        """The bare mirror this worktree was added from (its git common dir)."""
+        """The bare repository this worktree was added from (its git common dir): the case's
+        own (:mod:`case_repos`); for a worktree an older harness made, the shared mirror."""
         common = Path(self.git().run("rev-parse", "--git-common-dir"))
         return common if common.is_absolute() else (self.path / common).resolve()
 
@@ -90,6 +100,8 @@ class WorktreeRecord(BaseModel):
     """The remote the mirror fetches from (GitLab's ``http_url_to_repo``)."""
     mirror: str
     """Absolute path of the bare mirror."""
+    repo: str = ""
+    """Absolute path of the case's own repository (empty: an older worktree of the mirror)."""
     created_at: datetime
     case: str = ""
     """The case the worktree works for (the registry key may differ: ``<case>.improve`` for
@@ -145,6 +157,29 @@ def mirror_lock(mirror: Path) -> Iterator[None]:
         yield
 
 
+def git_for(path: Path) -> Git:
+    """Git for the worktree at ``path``, checked before every command: its ``.git`` must name
+    the git dir that the repository the harness recorded for it keeps for it (registry, then
+    the repository's own back-pointers); any other is refused (``git_guard.TamperedRepo``).
+    A path the registry does not know gets the generic check of :func:`git_guard.verify_link`."""
+    path = Path(path)
+    if not path.is_dir():  # gone (the operator deleted it): nothing there to run git on
+        return Git(path)
+    real = os.path.realpath(path)
+    for record in registry().read().worktrees.values():
+        if os.path.realpath(record.path) != real:
+            continue
+        common = Path(record.repo or record.mirror)
+        gitdir = case_repos.gitdir_of(common, path)
+        if gitdir is None:
+            raise git_guard.TamperedRepo(
+                f"refusing to run git in {path}: its repository {common} keeps no git dir for it",
+                hint="the worktree is broken or was replaced; remove the folder and run again",
+            )
+        return Git(path, gitdir=gitdir, common=common)
+    return Git(path)
+
+
 def _safe(text: str) -> str:
     cleaned = _UNSAFE.sub("-", text).strip(".-")
     if not cleaned:
@@ -170,6 +205,13 @@ def ensure_mirror(root: Path, repo_url: str, project_path: str) -> Git:
         mirror.run("remote", "add", "origin", repo_url)
     elif mirror.remote_url("origin") != repo_url:
         mirror.run("remote", "set-url", "origin", repo_url)
+    if mirror.run("config", "--default", "", "--get", "gc.auto") != "0":
+        mirror.run("config", "gc.auto", "0")  # case repositories borrow its objects
+    # never the case branches: their objects would be readable to every case that borrows
+    # the mirror's (each case fetches its own branch into its own repository)
+    specs = mirror.run("config", "--get-all", "remote.origin.fetch").split()
+    if NO_CASE_BRANCHES not in specs:
+        mirror.run("config", "--add", "remote.origin.fetch", NO_CASE_BRANCHES)
     mirror.run("fetch", "-q", "--prune", "origin")
     with suppress(ServiceError):  # the remote may not advertise HEAD; protection still holds
         mirror.run("remote", "set-head", "origin", "--auto")
@@ -221,23 +263,25 @@ def create(
         path = root / f"case-{_safe(case_id)}-{clock.stamp()}"
         with mirror_lock(mirror_dir):
             mirror = ensure_mirror(root, repo_url, project_path)
-            mirror.run("worktree", "prune")
-            base_sha = mirror.head_sha(f"refs/remotes/origin/{base_branch}")
-            if base_sha is None:
-                raise ServiceError(
-                    f"branch {base_branch!r} does not exist on {project_path}",
-                    hint="check the project's default branch in projects.yaml",
-                )
-            orphan = _orphan(mirror, branch)
-            source = "adopted" if orphan else _checkout_source(mirror, branch, base_branch)
-            if orphan is not None:  # #20 p4: a run died between `worktree add` and its record
-                path = orphan
-            elif source is None:
-                mirror.run("worktree", "add", "-q", str(path), branch)
-            else:  # no upstream: a bare `git push` must never find a branch to go to
-                mirror.run("worktree", "add", "-q", "--no-track", "-b", branch, str(path), source)
+            repo = case_repos.ensure(root, mirror, _safe(case_id), repo_url, base_branch, branch)
+        repo.run("worktree", "prune")
+        base_sha = repo.head_sha(f"refs/remotes/origin/{base_branch}")
+        if base_sha is None:
+            raise ServiceError(
+                f"branch {base_branch!r} does not exist on {project_path}",
+                hint="check the project's default branch in projects.yaml",
+            )
+        orphan = _orphan(repo, branch, root / f"case-{_safe(case_id)}-")
+        source = "adopted" if orphan else _checkout_source(repo, branch, base_branch)
+        if orphan is not None:  # #20 p4: a run died between `worktree add` and its record
+            path = orphan
+        elif source is None:
+            repo.run("worktree", "add", "-q", str(path), branch)
+        else:  # no upstream: a bare `git push` must never find a branch to go to
+            repo.run("worktree", "add", "-q", "--no-track", "-b", branch, str(path), source)
         crash_point("worktree.added")
-        wt = Git(path)
+        gitdir = case_repos.gitdir_of(repo.repo_dir, path)
+        wt = Git(path, gitdir=gitdir, common=repo.repo_dir)
         _set_identity(wt, identity)
         wt.run("config", "--worktree", "remote.origin.pushurl", PUSH_TRAP_URL)
         record = WorktreeRecord(
@@ -249,6 +293,7 @@ def create(
             project=project_path,
             repo_url=repo_url,
             mirror=str(mirror_dir),
+            repo=str(repo.repo_dir),
             created_at=clock.now(),
             case=case or case_id,
         )
@@ -271,16 +316,18 @@ def _set_identity(git: Git, identity: tuple[str, str]) -> None:
             git.run("config", "--worktree", key, value)
 
 
-def _orphan(mirror: Git, branch: str) -> Path | None:
-    """A worktree of the mirror that has ``branch`` checked out but no record (its run was
-    killed before it wrote one): adopted, since ``worktree add`` of that branch would fail
-    ("already checked out") for every later run."""
+def _orphan(repo: Git, branch: str, prefix: Path) -> Path | None:
+    """A worktree of the case's repository that has ``branch`` checked out but no record (its
+    run was killed before it wrote one): adopted, since ``worktree add`` of that branch would
+    fail ("already checked out") for every later run — but only a folder where the harness
+    puts the case's worktrees (``prefix…``): an entry an agent forged names anything."""
     current: Path | None = None
-    for line in mirror.run("worktree", "list", "--porcelain").splitlines():
+    for line in repo.run("worktree", "list", "--porcelain").splitlines():
         if line.startswith("worktree "):
             current = Path(line.removeprefix("worktree "))
         elif line == f"branch refs/heads/{branch}" and current is not None and current.exists():
-            return current
+            ours = current.parent == prefix.parent and current.name.startswith(prefix.name)
+            return current if ours else None
     return None
 
 
@@ -301,7 +348,7 @@ def _checkout_source(mirror: Git, branch: str, base_branch: str) -> str | None:
 def for_case(case_id: str) -> Worktree | None:
     """The case's worktree when it is registered and still on disk."""
     record = registry().read().worktrees.get(case_id)
-    if record is None or not Git(Path(record.path)).is_repo():
+    if record is None or not git_for(Path(record.path)).is_repo():
         return None
     return record.worktree()
 
@@ -310,7 +357,7 @@ def for_case_repo(case_id: str, project_path: str) -> Worktree | None:
     """The case's worktree of that repository, whatever its key, when still on disk."""
     for record in registry().read().worktrees.values():
         mine = record.owner() == case_id and record.project == project_path
-        if mine and Git(Path(record.path)).is_repo():
+        if mine and git_for(Path(record.path)).is_repo():
             return record.worktree()
     return None
 
@@ -360,7 +407,7 @@ def _last_activity(record: WorktreeRecord) -> float:
     path = Path(record.path)
     candidates = [path]
     with suppress(ServiceError):
-        gitdir = Path(Git(path).run("rev-parse", "--absolute-git-dir"))
+        gitdir = Path(git_for(path).run("rev-parse", "--absolute-git-dir"))
         candidates += [gitdir / "index", gitdir / "HEAD", gitdir / "logs" / "HEAD"]
     for candidate in candidates:
         with suppress(OSError):
@@ -370,35 +417,43 @@ def _last_activity(record: WorktreeRecord) -> float:
 
 def _remove(record: WorktreeRecord) -> list[Path]:
     path = Path(record.path)
-    mirror_dir = Path(record.mirror)
+    common = Path(record.repo or record.mirror)
     removed: list[Path] = []
-    if not (mirror_dir / "HEAD").exists():  # mirror gone: only the folder is left to delete
+    if not (common / "HEAD").exists():  # repository gone: only the folder is left to delete
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
         return removed
-    mirror = Git(mirror_dir)
-    with mirror_lock(mirror_dir):
+    repo = Git(common)
+    # an older worktree of the shared mirror: other cases' fetches must not overlap
+    held = mirror_lock(common) if not record.repo else nullcontext()
+    with held:
         if path.exists():
             # Twice --force: also a worktree left dirty, mid-rebase or locked by a crashed run.
             with suppress(ServiceError):
-                mirror.run("worktree", "remove", "--force", "--force", str(path))
+                repo.run("worktree", "remove", "--force", "--force", str(path))
             if path.exists():
                 shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
-        mirror.run("worktree", "prune")
-        _drop_branch_if_pushed(mirror, record.branch)
+        repo.run("worktree", "prune")
+        kept = _drop_branch_if_pushed(repo, record.branch)
+    others = common / "worktrees"
+    if record.repo and not kept and not (others.is_dir() and any(others.iterdir())):
+        shutil.rmtree(common, ignore_errors=True)  # the case's own repository: nothing left in it
     return removed
 
 
-def _drop_branch_if_pushed(mirror: Git, branch: str) -> None:
-    sha = mirror.head_sha(f"refs/heads/{branch}")
+def _drop_branch_if_pushed(repo: Git, branch: str) -> bool:
+    """Delete the local ``branch`` when a remote branch holds its commits; True when it is
+    kept (unpushed work, logged)."""
+    sha = repo.head_sha(f"refs/heads/{branch}")
     if sha is None:
-        return
-    holders = mirror.run(
+        return False
+    holders = repo.run(
         "for-each-ref", "--contains", sha, "--format=%(refname)", "refs/remotes/origin"
     )
     if holders.strip():
-        mirror.run("branch", "-q", "-D", branch)
-    else:
-        event(log, "worktree_branch_kept", logging.WARNING, branch=branch, sha=sha)
+        repo.run("branch", "-q", "-D", branch)
+        return False
+    event(log, "worktree_branch_kept", logging.WARNING, branch=branch, sha=sha)
+    return True

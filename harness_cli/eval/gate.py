@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli.errors import InputError
+from harness_cli.state import nofollow
 
 BASELINE_FILE = "evals/baseline.json"
 """Where the improvement MR carries its baseline (the before run), relative to the repo."""
@@ -58,9 +59,11 @@ def read(path: Path) -> Baseline:
         ) from None
 
 
-def write(path: Path, baseline: Baseline) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(baseline.to_json(), indent=2) + "\n", encoding="utf-8")
+def write(path: Path, baseline: Baseline, *, inside: Path) -> None:
+    """Write the baseline file at ``path`` in the worktree ``inside``, following no link an
+    agent or its checks left there (#28 R2)."""
+    text = json.dumps(baseline.to_json(), indent=2) + "\n"
+    nofollow.write(inside, path, text.encode("utf-8"), mode=0o644)
 
 
 def verdict(passed: int, started: int, baseline: Baseline) -> tuple[bool, str]:

@@ -157,7 +157,8 @@ def _eval_figures(job: PatchJob, wt: worktrees.Worktree) -> Any:
     from harness_cli.eval import gate
 
     # the MR's pipeline gates on the before run: `harness eval --overlay . --baseline FILE`
-    gate.write(wt.path / gate.BASELINE_FILE, figures.baseline(list(job.th.eval_suites)))
+    baseline = figures.baseline(list(job.th.eval_suites))
+    gate.write(wt.path / gate.BASELINE_FILE, baseline, inside=wt.path)
     wt.git().run("add", "--", gate.BASELINE_FILE)
     commit_all(wt.path, f"Eval baseline of case {job.case.id} for the pipeline's eval step")
     return figures

@@ -4,6 +4,10 @@ Plain ``subprocess`` on purpose: the CLI starts from cron every minute, and GitP
 an import and a long-lived ``git cat-file`` child for nothing we use. Every message that leaves
 this module passes through the harness-wide ``redact``, because remote URLs may carry a token
 (``https://oauth2:glpat-…@gitlab…``) and error lines end up in logs and in Slack.
+
+Every command runs hardened (:mod:`git_guard`): an environment of git's own variables only, no
+hook or fsmonitor whatever the config says, and in a linked worktree only after its ``.git``
+file and the config git will read were checked — then with that git dir pinned.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from harness_cli.errors import ServiceError
 from harness_cli.logs import redact
+from harness_cli.services import git_guard
 
 FALLBACK_NAME = "harness"
 """Committer name used when git config has none, so a fresh VM never stops on
@@ -36,63 +42,64 @@ class PushRejected(ServiceError):
     """The remote refused a non-fast-forward push: fetch, integrate and push again."""
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    # C locale: the rejection and conflict lines we parse are the untranslated ones.
-    env.update(LC_ALL="C", LANGUAGE="C")
-    # Never wait for a human: no credential prompt, no editor for merge/rebase messages.
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true", GIT_MERGE_AUTOEDIT="no")
-    return env
-
-
 class Git:
     """Runs git in ``repo_dir``. Methods raise :class:`ServiceError` with a redacted message."""
 
-    def __init__(self, repo_dir: Path, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        repo_dir: Path,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        gitdir: Path | None = None,
+        common: Path | None = None,
+    ) -> None:
+        """``gitdir``/``common``: the git dir (and its repository) the harness made for this
+        linked worktree; its ``.git`` must name exactly that one. Without them a linked
+        worktree's git dir is still checked (:func:`git_guard.verify_link`) before each
+        command."""
         self.repo_dir = Path(repo_dir)
         self.timeout = timeout
+        self.gitdir = gitdir
+        self.common = common
         self._identity: list[str] | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def run(self, *args: str) -> str:
-        """Run ``git <args>``; return stdout without its trailing newline; raise on failure."""
-        return self._exec(args).stdout.rstrip("\n")
+    def run(
+        self, *args: str, input: str | None = None, env: Mapping[str, str] | None = None
+    ) -> str:
+        """Run ``git <args>``; return stdout without its trailing newline; raise on failure.
+        ``input``: its stdin; ``env``: variables added to git's hardened environment."""
+        out: str = self._exec(args, input=input, env=env).stdout
+        return out.rstrip("\n")
 
-    def run_bytes(self, *args: str, stdin: bytes = b"") -> bytes:
-        """Run ``git <args>`` with ``stdin``; return stdout as bytes, undecoded (object
-        contents: ``cat-file --batch``). Same environment and failures as :meth:`run`."""
-        try:
-            proc = subprocess.run(
-                ["git", *args], cwd=self.repo_dir, env=_env(), input=stdin,
-                capture_output=True, timeout=self.timeout, check=False,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ServiceError(
-                redact(f"git {_verb(args)} failed in {self.repo_dir}: {exc}")
-            ) from None
-        if proc.returncode != 0:
-            detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-            raise ServiceError(
-                redact(f"git {_verb(args)} failed in {self.repo_dir} (exit {proc.returncode}): "
-                       + " | ".join(detail))
-            )  # fmt: skip
-        return proc.stdout
+    def run_bytes(self, *args: str, stdin: bytes | None = None) -> bytes:
+        """``git <args>``'s stdout as bytes, undecoded (a diff whose digest must not depend on
+        decoding; object contents from ``cat-file --batch`` fed ``stdin``). Same hardened
+        environment and failures as :meth:`run`."""
+        proc = self._exec(args, input=stdin, binary=True)
+        return proc.stdout if isinstance(proc.stdout, bytes) else proc.stdout.encode()
 
     def _exec(
-        self, args: Sequence[str], *, check: bool = True, cwd: Path | None = None
-    ) -> subprocess.CompletedProcess[str]:
+        self,
+        args: Sequence[str],
+        *,
+        check: bool = True,
+        cwd: Path | None = None,
+        input: str | bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        binary: bool = False,
+    ) -> subprocess.CompletedProcess[Any]:
         where = cwd or self.repo_dir
+        full = {**git_guard.env(), **(env or {}), **self._pinned(where)}
         try:
-            proc = subprocess.run(
-                ["git", *args],
+            proc: subprocess.CompletedProcess[Any] = subprocess.run(
+                ["git", *git_guard.neutral_args(), *args],
                 cwd=where,
-                env=_env(),
-                stdin=subprocess.DEVNULL,
+                env=full,
+                input=input.encode("utf-8") if isinstance(input, str) else input,
+                stdin=subprocess.DEVNULL if input is None else None,
                 capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
                 timeout=self.timeout,
                 check=False,
             )
@@ -110,14 +117,32 @@ class Git:
                 f"git {_verb(args)} timed out after {self.timeout:.0f}s in {where}",
                 hint="check the network and the remote, then run again",
             ) from None
+        if not binary:  # as text=True would: utf-8, universal newlines
+            proc.stdout, proc.stderr = _text(proc.stdout), _text(proc.stderr)
         if check and proc.returncode != 0:
             raise self._failure(args, proc)
         return proc
 
+    def _pinned(self, where: Path) -> dict[str, str]:
+        """``GIT_DIR``/``GIT_WORK_TREE`` of a linked worktree, checked just now; git never
+        reads the ``.git`` file itself. Nothing for a plain repository or a folder outside."""
+        if where != self.repo_dir:
+            return {}
+        gitdir = self.gitdir
+        if gitdir is None:
+            link = self.repo_dir / ".git"
+            if not os.path.lexists(link) or (link.is_dir() and not link.is_symlink()):
+                return {}
+            gitdir = git_guard.read_link(self.repo_dir)
+            if gitdir is None:
+                return {}
+        git_guard.verify_link(self.repo_dir, gitdir, self.common)
+        return {"GIT_DIR": str(gitdir), "GIT_WORK_TREE": str(self.repo_dir)}
+
     def _failure(
         self,
         args: Sequence[str],
-        proc: subprocess.CompletedProcess[str],
+        proc: subprocess.CompletedProcess[Any],
         cls: type[ServiceError] = ServiceError,
     ) -> ServiceError:
         lines = proc.stderr.splitlines()
@@ -325,6 +350,10 @@ class Git:
         """Commit an in-progress merge whose conflicts are resolved in the index."""
         self.run(*self._identity_args(), "commit", "-q", "--no-edit")
         return self.head_sha()
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _verb(args: Sequence[str]) -> str:

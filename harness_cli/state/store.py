@@ -26,6 +26,7 @@ from harness_cli import clock
 from harness_cli.errors import StateError
 from harness_cli.logs import event
 from harness_cli.redaction import redact_bytes
+from harness_cli.state import nofollow
 from harness_cli.state.locks import hold
 
 M = TypeVar("M", bound=BaseModel)
@@ -37,13 +38,20 @@ TOLD = ".told"
 """``<copy>.told``: the operator has been told about that copy (a DM went out)."""
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, verbatim: bool = False) -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, verbatim: bool = False, inside: Path | None = None
+) -> None:
     """Write ``data`` to ``path`` atomically. Text passes the one redaction point first: case
     files are committed and pushed, state files are read back into posts and prompts.
     ``verbatim`` is for the few files whose bytes must stay exact (a file restored as it was,
-    the sandbox's env file of fake tokens)."""
+    the sandbox's env file of fake tokens). ``inside``: a tree an agent may write (a
+    worktree); there, and in the workspace, no symlink is followed (:mod:`nofollow`)."""
     if not verbatim:
         data = redact_bytes(data)
+    root = inside or nofollow.guarded_root(path)
+    if root is not None:
+        nofollow.write(root, path, data)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -68,6 +76,9 @@ def atomic_create_bytes(path: Path, data: bytes, *, verbatim: bool = False) -> b
     sees it half written); False when it already exists. Redacted like ``atomic_write_bytes``."""
     if not verbatim:
         data = redact_bytes(data)
+    root = nofollow.guarded_root(path)
+    if root is not None:
+        return nofollow.write(root, path, data, exclusive=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -90,8 +101,10 @@ def atomic_create_bytes(path: Path, data: bytes, *, verbatim: bool = False) -> b
     return True
 
 
-def atomic_write_text(path: Path, text: str, *, verbatim: bool = False) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), verbatim=verbatim)
+def atomic_write_text(
+    path: Path, text: str, *, verbatim: bool = False, inside: Path | None = None
+) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), verbatim=verbatim, inside=inside)
 
 
 def atomic_write_json(path: Path, data: object) -> None:

@@ -25,6 +25,7 @@ from harness_cli.errors import ConfigError, InputError, LockHeld, ServiceError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event, redact
 from harness_cli.services.git import Git, PushRejected
+from harness_cli.state import nofollow
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def scrub_staged(git: Git, workspace: Path) -> list[str]:
         if cleaned != data:
             mode = path.stat().st_mode
             path.chmod(mode | 0o200)  # message.json is read-only: scrubbed all the same
-            path.write_bytes(cleaned)
+            nofollow.write(workspace, path, cleaned, atomic=False)  # never through a link
             path.chmod(mode)
             rewritten.append(name)
     if rewritten:
@@ -431,7 +432,7 @@ def _merge_by_meaning(git: Git, shared: list[str], refused: list[str]) -> list[s
         mode = path.stat().st_mode if path.exists() else 0o644
         if path.exists():
             path.chmod(mode | 0o200)
-        path.write_text(merged.text + "\n", encoding="utf-8")
+        nofollow.write(git.repo_dir, path, (merged.text + "\n").encode("utf-8"), atomic=False)
         path.chmod(mode)
         refused += merged.refused
         rewritten.append(rel)

@@ -163,12 +163,55 @@ def test_a_check_that_hangs_is_killed_and_fails(repo: Path, case_dir: Path) -> N
     assert record.passed is False
 
 
-def test_a_check_that_edits_the_tree_does_not_pass(repo: Path, case_dir: Path) -> None:
-    edit = "python -c \"open('README.md', 'a').write('changed by the check')\""
+def test_a_check_that_edits_the_tree_edits_only_its_clean_copy(repo: Path, case_dir: Path) -> None:
+    """The checks run in a checkout of the snapshot (#28 R2, R6): what they write — a file, a
+    symlink for the harness to write through later — never reaches the worktree."""
+    before = (repo / "README.md").read_text()
+    edit = (
+        "python -c \"import os; open('README.md', 'a').write('changed by the check'); "
+        "os.symlink('/etc/passwd', 'planted.json')\""
+    )
     record = run_acceptance(repo, [edit], case_dir)
-    assert record.checks[0].exit_code == 0
+    assert record.checks[0].exit_code == 0, record.checks[0].output_tail
+    assert (repo / "README.md").read_text() == before
+    assert not (repo / "planted.json").exists() and not (repo / "planted.json").is_symlink()
+    assert record.passed and record.dirty_paths == []
+
+
+@pytest.mark.parametrize(
+    "trick",
+    [
+        pytest.param({"pytest.py": "import sys\nsys.exit(0)\n"}, id="pytest.py-shadows-the-runner"),
+        pytest.param({".pytest.ini": "[pytest]\naddopts = --collect-only\n"}, id="dot-pytest.ini"),
+        pytest.param({"tests/pytest.ini": "[pytest]\naddopts = --co\n"}, id="pytest.ini-in-tests"),
+        pytest.param(
+            {"pytest.py": "import sys\nsys.exit(0)\n", ".gitignore": "pytest.py\n"},
+            id="pytest.py-ignored",
+        ),
+        pytest.param({"unittest.py": "raise SystemExit(0)\n"}, id="stdlib-name-at-the-top"),
+    ],
+)
+def test_acceptance_cannot_be_shadowed(repo: Path, case_dir: Path, trick: dict[str, str]) -> None:
+    """The bug is left in; the change adds what would make the runner report success. The
+    checks still fail (the runner is the harness's, the tree is what git sees), and the added
+    file counts as a change to the checks (#28 R6)."""
+    base = git(repo, "rev-parse", "HEAD")
+    for rel, text in trick.items():
+        (repo / rel).write_text(text)
+    record = run_acceptance(repo, PYTEST, case_dir, base_sha=base)
     assert record.passed is False
-    assert "changed while the checks ran" in record.reason
+    flagged = " ".join(record.checks_changed)
+    assert any(rel in flagged for rel in trick), record.checks_changed
+
+
+def test_a_file_hidden_by_info_exclude_never_reaches_the_checks(repo: Path, case_dir: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "pytest.py").write_text("import sys\nsys.exit(0)\n")
+    with (repo / ".git" / "info" / "exclude").open("a") as handle:
+        handle.write("pytest.py\n")
+    record = run_acceptance(repo, PYTEST, case_dir, base_sha=base)
+    assert record.checks[0].exit_code == 1, record.checks[0].output_tail  # the real run
+    assert ".git/info/exclude" in record.checks_changed and not record.passed
 
 
 def test_checks_get_no_harness_credentials(

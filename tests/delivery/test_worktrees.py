@@ -1,4 +1,5 @@
-"""worktree_manager on real git: a bare mirror per repo, one worktree and branch per case.
+"""worktree_manager on real git: a bare mirror per repo, one repository, worktree and branch per
+case (the case's repository borrows the mirror's objects and holds only its own branch).
 
 The reference's failure this replaces: "the agent emits a diff, git apply half-applies and
 dirties main" — a partial failure must stay inside its own worktree.
@@ -75,8 +76,10 @@ def test_create_makes_a_case_worktree_on_its_own_branch(
     assert git.run("config", "--worktree", "--get", "user.name") == "Test"
     assert git.run("config", "--worktree", "--get", "user.email") == "test@example.invalid"
     mirror = wt.mirror()
-    assert mirror == root / ".mirrors" / "acme__shop.git"
+    assert mirror == root / ".repos" / "T-1.git"  # the case's own repository
     assert Git(mirror).run("rev-parse", "--is-bare-repository") == "true"
+    shared = root / ".mirrors" / "acme__shop.git"
+    assert (mirror / "objects/info/alternates").read_text().strip() == str(shared / "objects")
     saved = json.loads(paths.state_file("worktrees.json").read_text())
     assert saved["worktrees"]["T-1"]["path"] == str(wt.path)
     assert worktrees.for_case("T-1") == wt
@@ -94,8 +97,12 @@ def test_create_is_idempotent(make_wt) -> None:
 
 def test_two_cases_on_one_repo_never_collide(make_wt, origin: Origin) -> None:
     one, two = make_wt("T-1"), make_wt("T-2")
-    mirror = one.mirror()
-    assert two.mirror() == mirror and one.path != two.path and one.branch != two.branch
+    mirror = one.path.parent / ".mirrors" / "acme__shop.git"
+    assert one.mirror() != two.mirror() and one.path != two.path and one.branch != two.branch
+    # each case's repository shows its own branch and the base, never the other case's
+    for wt, other in ((one, "harness/T-2"), (two, "harness/T-1")):
+        refs = wt.git().run("for-each-ref", "--format=%(refname)")
+        assert other not in refs and wt.branch in refs, refs
     before, refs_before = mirror_state(mirror), outside_refs(mirror)
     assert before == {
         "bare": "true",
@@ -117,13 +124,11 @@ def test_two_cases_on_one_repo_never_collide(make_wt, origin: Origin) -> None:
     assert (one.path / "README.md").read_text() == "# shop\n"  # nothing crossed over
     assert (two.path / "app.txt").read_text() == APP
     assert mirror_state(mirror) == before
-    # Only the remote-tracking refs of the two pushed branches are new in the mirror.
-    new = sorted(set(outside_refs(mirror)) - set(refs_before))
-    assert [r.split()[0] for r in new] == [
-        "refs/remotes/origin/harness/T-1",
-        "refs/remotes/origin/harness/T-2",
-    ]
-    assert set(refs_before) <= set(outside_refs(mirror))
+    # Nothing of the cases lands in the mirror, not even once pushed: the next fetch into it
+    # leaves the case branches out (their objects would be readable to every case).
+    assert outside_refs(mirror) == refs_before
+    make_wt("T-3")
+    assert "refs/remotes/origin/harness/" not in Git(mirror).run("for-each-ref")
     assert origin.sha("main") == one.base_sha  # the default branch never moved
 
 
@@ -149,8 +154,9 @@ def test_a_wrecked_worktree_leaves_the_mirror_and_other_cases_clean(
     assert bad.git().rebase_in_progress()
 
     assert mirror_state(mirror) == before
-    # The bad case fetched: only the remote-tracking ref of main moved, to the upstream commit.
+    # The bad case fetched into its own repository: only its tracking ref of main moved.
     assert Git(mirror).head_sha("refs/remotes/origin/main") == origin.sha("main") != main_tracking
+    assert good.git().head_sha("refs/remotes/origin/main") == main_tracking
     assert good.git().status_porcelain() == ""
     assert good.git().head_sha() == good_head and good.git().current_branch() == "harness/T-good"
     fresh = make_wt("T-next")  # the next case on the same repo starts clean
@@ -161,7 +167,7 @@ def test_a_wrecked_worktree_leaves_the_mirror_and_other_cases_clean(
     assert not bad.path.exists()
     assert str(bad.path) not in Git(mirror).run("worktree", "list")
     assert good.git().status_porcelain() == "" and good.git().head_sha() == good_head
-    # Its unpushed commit is never thrown away: the branch stays in the mirror.
+    # Its unpushed commit is never thrown away: the branch stays in the case's repository.
     assert Git(mirror).head_sha("refs/heads/harness/T-bad") is not None
 
 
@@ -215,7 +221,7 @@ def test_rerun_checks_out_the_pushed_branch_instead_of_resetting_it(
     assert pre_push_rebase(wt).ok and real_push(wt).ok
     mirror = wt.mirror()
     assert worktrees.remove_for_case("T-1") == [wt.path]
-    assert Git(mirror).head_sha("refs/heads/harness/T-1") is None  # pushed: dropped
+    assert not mirror.exists()  # pushed: the branch and the case's repository are dropped
     origin.push_change("harness/T-1", "README.md", "# reviewed\n", "review suggestion")
 
     again = make_wt("T-1")
@@ -245,7 +251,7 @@ def test_prune_stale_removes_only_idle_worktrees(make_wt, monkeypatch: pytest.Mo
     assert worktrees.prune_stale(7) == []
     assert worktrees.for_case("T-old") == old
 
-    Git(old.mirror()).run("worktree", "remove", "--force", str(gone.path))
+    Git(gone.mirror()).run("worktree", "remove", "--force", str(gone.path))
     assert worktrees.prune_stale(7) == []  # its folder is gone: forgotten, nothing to remove
     assert "T-gone" not in worktrees.registry().read().worktrees
 

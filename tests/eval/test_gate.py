@@ -19,7 +19,7 @@ CASE = str(DEFAULT_DIR / "honest-complete.yaml")
 
 def _baseline(tmp_path: Path, passed: int, started: int, low: float) -> Path:
     path = tmp_path / "evals" / "baseline.json"
-    gate.write(path, gate.Baseline([CASE], 1, passed, started, low, 1.0))
+    gate.write(path, gate.Baseline([CASE], 1, passed, started, low, 1.0), inside=tmp_path)
     return path
 
 

@@ -81,3 +81,35 @@ def test_the_improvement_mr_states_the_eval_figures_from_the_run(
     assert "1 trial(s) started and counted; baseline 0/1" in trace, trace[-3000:]
     assert "eval gate FAILED: 0/1 passed (0%) against the baseline's 1/1" in trace
     assert pipelines[-1].status == "failed"
+
+
+def test_a_link_planted_where_the_baseline_goes_is_never_written_through(
+    world: World, ready: Path, tmp_path: Path
+) -> None:
+    """#28 R2: code the patch-suggester wrote leaves ``evals/baseline.json`` as a symlink to
+    the operator's harness.yaml when a required check imports it; finalize's eval step then
+    writes the baseline there. The checks run in a clean copy and the harness writes no link:
+    the operator's config is untouched and the MR carries a real baseline file."""
+    suite = tmp_path / "mini-suite"
+    suite.mkdir()
+    shutil.copy(DEFAULT_DIR / "honest-complete.yaml", suite / "honest-complete.yaml")
+    target = ready / "harness.yaml"
+    text = target.read_text().replace("eval_suites: []", f"eval_suites: ['{suite}']")
+    # a check that runs the package; improvements may touch evals/ (where the baseline goes)
+    check = "self_repo_checks: [\"python -c 'import harness_cli'\"]\n  self_repo_paths: "
+    check += '["harness_cli/", "agent-config/prompts/", "evals/"]'
+    target.write_text(text.replace('self_repo_checks: ["make test"]', check))
+    before = target.read_bytes()
+    world.model.load_script("improvement", {"plant_target": str(target)})
+    world.case(CASE, gap_report(confidence=85, body="[scenario: plant]"))
+
+    data = world.finalize(CASE)
+
+    assert target.read_bytes() == before  # the operator's config is untouched
+    [case] = data["data"]["cases"]
+    assert case["status"] == "open", case
+    [mr] = world.mrs()
+    baseline = json.loads(world.show(mr["source_branch"], "evals/baseline.json"))
+    assert baseline["suites"] == [str(suite)]
+    [wt] = (tmp_path / "worktrees").glob("case-*")
+    assert not (wt / "evals" / "baseline.json").is_symlink()

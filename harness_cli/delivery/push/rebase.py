@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from harness_cli.delivery import case_repos
 from harness_cli.delivery.prepush import check_before_push
 from harness_cli.delivery.worktrees import BRANCH_PREFIX, Worktree, mirror_lock
 from harness_cli.errors import ServiceError
@@ -107,9 +108,10 @@ def wire_tip(wt: Worktree) -> str | None:
 
 
 def fetch(wt: Worktree) -> None:
-    """``git fetch origin`` into the mirror, never two at once on one mirror."""
+    """``git fetch origin`` into the case's repository (its base and its own branch), never
+    two at once on one repository."""
     with mirror_lock(wt.mirror()):
-        wt.git().fetch("origin")
+        case_repos.fetch(wt.git(), wt.branch)
 
 
 def pre_push_rebase(wt: Worktree, *, target: str | None = None) -> RebaseResult:
