@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from harness_cli.agents import guard, lifetime, policy, prompt_layout, sandbox
+from harness_cli.agents import bounded, guard, lifetime, limits, policy, prompt_layout, sandbox
+from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -35,6 +36,9 @@ from harness_cli.logs import redact
 from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
 
 STDERR_KEEP = 4000
+EVENT_MAX_BYTES = 16 << 20
+"""One stream-json line is read at most this far (#28 R10): the CLI cuts its tools' output,
+but nothing else bounds a line; a longer one is skipped, not held."""
 ALWAYS_ENV = {
     "DISABLE_TELEMETRY": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -90,7 +94,7 @@ class ClaudeCodeRuntime:
         digest = hashlib.sha256(os.path.realpath(req.workdir).encode()).hexdigest()[:16]
         with sandbox.scratch(digest if boxed else None) as folder:
             settings = self._settings(req, folder, boxed)
-            return guard.guarded(req, lambda: self._run(binary, req, folder, settings))
+            return guard.guarded(req, lambda: self._run(binary, req, folder, settings, boxed))
 
     def _settings(self, req: RunRequest, folder: Path, boxed: bool) -> Path:
         """The run's ``--settings`` file: the Bash sandbox (for a run with a shell) and the
@@ -223,14 +227,25 @@ class ClaudeCodeRuntime:
             env["IS_SANDBOX"] = "1"  # bypassPermissions is refused to root without it
         return env
 
-    def _run(self, binary: Path, req: RunRequest, folder: Path, settings: Path) -> RunResult:
+    def _run(
+        self, binary: Path, req: RunRequest, folder: Path, settings: Path, boxed: bool
+    ) -> RunResult:
+        # A run with a shell gets the box's limits for the CLI's whole tree: its Bash runs
+        # inside it (#28 R11). One without runs no agent command: its MCP servers go unbounded.
+        plain = LimitSettings(pids=None, memory_mb=None, cpu_seconds=None, file_size_mb=None)
+        chosen = self.sandbox.limits if boxed else plain
+        with limits.applied(chosen, own_userns=False, cli=True) as bounds:
+            argv = bounds.outer(bounds.inner(self.command(binary, req, settings=settings)))
+            return self._start(argv, req, folder)
+
+    def _start(self, argv: list[str], req: RunRequest, folder: Path) -> RunResult:
         stream = _Stream(req, self.model)
         watchdog = lifetime.Watchdog()  # the CLI and its tools die with this process (#20 p3)
         env = {**self.environment(), "HOME": str(folder / "home"), "TMPDIR": "/tmp"}
         env.update(watchdog.env())
         try:
             proc = subprocess.Popen(
-                lifetime.die_with_parent(self.command(binary, req, settings=settings)),
+                lifetime.die_with_parent(argv),
                 cwd=req.workdir,
                 env=env,
                 stdin=subprocess.PIPE,
@@ -267,7 +282,7 @@ class ClaudeCodeRuntime:
         timer.daemon = True
         timer.start()
         try:
-            for raw in proc.stdout:
+            for raw in bounded.lines(proc.stdout, EVENT_MAX_BYTES):
                 stream.feed_line(raw.decode("utf-8", "replace"))
             code = proc.wait()
         finally:
@@ -295,7 +310,7 @@ def _api_key() -> str | None:
 
 
 def _drain(pipe: IO[bytes], keep: collections.deque[str]) -> None:
-    for raw in pipe:
+    for raw in bounded.lines(pipe, STDERR_KEEP):
         keep.append(raw.decode("utf-8", "replace"))
 
 

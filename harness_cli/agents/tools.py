@@ -17,6 +17,9 @@ Bash   external     no          600 s    in the sandbox (``agents/sandbox.py``);
 Read-only calls of one turn may run concurrently; the rest run one at a time, in order. A
 retry-safe call is tried again once after a transient OS error; a write never is, since the
 first attempt may have landed. Arguments are checked against the schema before anything runs.
+Bash runs within the box's limits (``agents/limits.py``) and its output is read through a
+bounded buffer (``agents/bounded.py``): the model gets its head and tail, and how much of the
+middle was left out.
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness_cli.agents import lifetime, sandbox
+from harness_cli.agents import lifetime, limits, sandbox
+from harness_cli.agents.bounded import Bounded, drain
 from harness_cli.agents.guard import SKIP_DIRS, is_pinned
+from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.policy import is_readable
 
 Effect = Literal["read-only", "writes-file", "external"]
@@ -46,6 +51,8 @@ BASH_OUTPUT_CHARS = 30_000
 BASH_DEFAULT_MS = 120_000
 GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
 TOOLS_TIMEOUT_CAP_S = 600.0
+KILLED_DRAIN_S = 5.0
+"""After a timeout's kill, how long the rest of the output may take to arrive."""
 _TRANSIENT = {errno.EAGAIN, errno.EINTR, errno.EBUSY, errno.ETIMEDOUT, errno.EIO}
 
 
@@ -65,6 +72,8 @@ class ToolContext:
     """The sandbox Bash runs in; None only when the operator opted out of it."""
     home: Path = Path("/nonexistent")
     """The agent's scratch HOME."""
+    limits: LimitSettings = field(default_factory=LimitSettings)
+    """The bounds of each Bash command's process tree (``sandbox.limits``)."""
 
     def remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
@@ -273,35 +282,39 @@ def _edit(ctx: ToolContext, args: dict[str, Any]) -> str:
 def _bash(ctx: ToolContext, args: dict[str, Any]) -> str:
     asked = int(args.get("timeout", BASH_DEFAULT_MS)) / 1000
     limit = max(0.1, min(asked, TOOLS_TIMEOUT_CAP_S, ctx.remaining()))
-    argv = ["bash", "-c", args["command"]]
-    if ctx.box is not None:
-        argv = sandbox.bwrap_argv(ctx.box, argv)
+    # The output goes through a bounded buffer (#28 R10: 700 MB printed made 2.1 GB here): its
+    # head and its tail reach the model, the middle is counted.
+    out = Bounded(BASH_OUTPUT_CHARS * 2 // 3, BASH_OUTPUT_CHARS // 3)
     # The command dies with this process even when it is SIGKILLed (#20 point 3): the
     # sandbox's --die-with-parent covers a boxed command; the watchdog an unboxed one.
     watchdog = lifetime.Watchdog()
     try:
-        proc = subprocess.Popen(
-            lifetime.die_with_parent(argv),
-            cwd=ctx.workdir,
-            env={**sandbox.agent_env(ctx.home), **watchdog.env()},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # one process group: a timeout kills the children too
-        )
-        watchdog.guard(proc.pid)
-        try:
-            raw, _ = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raw, _ = proc.communicate()
-            output = raw.decode("utf-8", "replace")[-BASH_OUTPUT_CHARS:]
-            raise ToolFailure(f"Command timed out after {limit:.0f} s\n{output}") from None
+        with limits.applied(ctx.limits, own_userns=ctx.box is not None) as bounds:
+            argv = bounds.inner(["bash", "-c", args["command"]])
+            if ctx.box is not None:
+                argv = sandbox.bwrap_argv(ctx.box, argv)
+            proc = subprocess.Popen(
+                lifetime.die_with_parent(bounds.outer(argv)),
+                cwd=ctx.workdir,
+                env={**sandbox.agent_env(ctx.home), **watchdog.env()},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # one process group: a timeout kills the children too
+            )
+            watchdog.guard(proc.pid)
+            assert proc.stdout is not None
+            with proc.stdout:
+                finished = drain({proc.stdout: out}, time.monotonic() + limit)
+                if not finished:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    drain({proc.stdout: out}, time.monotonic() + KILLED_DRAIN_S)
+            proc.wait()
     finally:
         watchdog.close()
-    output = raw.decode("utf-8", "replace")
-    if len(output) > BASH_OUTPUT_CHARS:
-        output = output[:BASH_OUTPUT_CHARS] + f"\n… ({len(output) - BASH_OUTPUT_CHARS} more chars)"
+    output = out.text("\n… ({dropped} more bytes left out) …\n")
+    if not finished:
+        raise ToolFailure(f"Command timed out after {limit:.0f} s\n{output}")
     if proc.returncode != 0:
         raise ToolFailure(f"{output}\nExit code {proc.returncode}")
     return output or "(no output)"
