@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from harness_cli.agents import bounded, guard, lifetime, limits, policy, prompt_layout, sandbox
+from harness_cli import bounded
+from harness_cli.agents import guard, lifetime, limits, policy, prompt_layout, sandbox
 from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,

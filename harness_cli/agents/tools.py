@@ -18,7 +18,7 @@ Read-only calls of one turn may run concurrently; the rest run one at a time, in
 retry-safe call is tried again once after a transient OS error; a write never is, since the
 first attempt may have landed. Arguments are checked against the schema before anything runs.
 Bash runs within the box's limits (``agents/limits.py``) and its output is read through a
-bounded buffer (``agents/bounded.py``): the model gets its head and tail, and how much of the
+bounded buffer (``harness_cli/bounded.py``): the model gets its head and tail, and how much of the
 middle was left out.
 """
 
@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness_cli.agents import lifetime, limits, sandbox
-from harness_cli.agents.bounded import Bounded, drain
 from harness_cli.agents.guard import SKIP_DIRS, is_pinned
 from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.policy import is_readable
+from harness_cli.bounded import Bounded, drain
 
 Effect = Literal["read-only", "writes-file", "external"]
 

@@ -40,9 +40,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import __version__, clock
 from harness_cli.agents import limits, sandbox
-from harness_cli.agents.bounded import Bounded, drain
 from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.sandbox import SandboxSettings, View
+from harness_cli.bounded import Bounded, drain
 from harness_cli.delivery.check_guard import DEFAULT_CHECK_PATHS, checks_changed, guard_verdict
 from harness_cli.errors import ConfigError, HarnessError, ServiceError
 from harness_cli.services.git import Git

@@ -54,6 +54,8 @@ class Tally:
     """Admin commands and replies older than this HARNESS_HOME's install: not executed."""
     channel_errors: list[str] = field(default_factory=list)
     threads_polled: int = 0
+    folded: list[str] = field(default_factory=list)
+    """Tickets past the intake rate, attached to their burst's flood case (``intake/flood``)."""
 
 
 @dataclass
