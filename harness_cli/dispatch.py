@@ -35,6 +35,7 @@ from harness_cli.state.store import atomic_create_bytes, atomic_write_text
 log = logging.getLogger("harness.dispatch")
 
 Backend = Literal["systemd", "local", "inline", "record", "gitlab-ci"]
+WAITING = "waiting for a free workflow slot (run-queue.json)"
 BACKENDS: tuple[Backend, ...] = ("systemd", "local", "inline", "record", "gitlab-ci")
 
 
@@ -192,7 +193,7 @@ def dispatch(payload: Payload, *, backend: Backend | None = None) -> Dispatched:
               key=payload.key, payload=str(payload_file))  # fmt: skip
         return Dispatched(chosen, payload_file, started=False, detail="already", duplicate=True)
     if chosen in run_slots.CAPPED and not run_slots.admit(payload_file):
-        return Dispatched(chosen, payload_file, started=False, detail="waiting for a free slot")
+        return Dispatched(chosen, payload_file, started=False, detail=WAITING)
     started = _start(payload, payload_file, chosen)
     if started.started:
         _mark_started(payload_file)

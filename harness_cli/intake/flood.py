@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
 from harness_cli.config import resolve_project
+from harness_cli.faults import crash_point
 from harness_cli.intake import case_thread
 from harness_cli.intake.context import Intake
 from harness_cli.intake.thresholds import IntakeRate
@@ -81,6 +82,7 @@ def admit(ctx: Intake, channel: str, message: Message) -> bool:
     rate: IntakeRate = ctx.cfg.harness.intake_rate
     user, ts = str(message.get("user", "")), str(message["ts"])
     folded_into = _decide(rate, channel, user, ts)
+    crash_point("intake.rate_decided")
     if not folded_into:
         return True
     _fold(ctx, channel, message, folded_into)
@@ -140,6 +142,7 @@ def _fold(ctx: Intake, channel: str, message: Message, case_id: str) -> None:
         sync_now=not ctx.deferred,
     )
     count = _attach(opened.dir, {**message, "channel": channel})
+    crash_point("intake.folded")
     rate: IntakeRate = ctx.cfg.harness.intake_rate
     limit = f"{rate.per_user} per user" if by_user else f"{rate.per_channel} per channel"
     case_thread.ensure(

@@ -6,11 +6,15 @@ cases as usual and the rest of the burst is folded into ONE case with ONE DM —
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from harness_cli.faults import ENV
 from tests.conftest import payloads
-from tests.intake.conftest import poll
+from tests.intake.conftest import poll, spawn
 
 
 def _case_threads(emu: Any) -> list[str]:
@@ -80,3 +84,23 @@ def test_a_channel_flooded_by_many_users_folds_past_its_own_rate(
     flood_case = f"flood-C0SUPPORT-{sent[3]['ts'].replace('.', '-')}"
     assert [m["user"] for m in _folded(tmp_path, flood_case)] == [f"U0USER{n}" for n in range(3, 8)]
     assert len(data["folded"]) == 5 and len(_case_threads(slack_emu)) == 4
+
+
+@pytest.mark.parametrize("step", ["intake.rate_decided:7", "intake.folded:1", "intake.folded:3"])
+def test_a_flood_killed_at_any_step_is_finished_once_by_the_next_cycle(
+    cli: Any, slack_emu: Any, harness_ready: Path, tmp_path: Path, step: str
+) -> None:
+    sent = [slack_emu.post_as("C0SUPPORT", "U0FLOODER", f"broken {n}") for n in range(12)]
+    proc = spawn("poll-slack", env={ENV: step})
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, f"{step} was never reached: {err.decode()}"
+
+    poll(cli)
+
+    assert [p["thread_ts"] for p in payloads(tmp_path, "investigate")] == [
+        m["ts"] for m in sent[:5]
+    ]
+    flood_case = f"flood-U0FLOODER-{sent[5]['ts'].replace('.', '-')}"
+    assert [m["ts"] for m in _folded(tmp_path, flood_case)] == [m["ts"] for m in sent[5:]]
+    assert sum("Flood control" in t for t in _case_threads(slack_emu)) == 1
+    assert len(_case_threads(slack_emu)) == 6
