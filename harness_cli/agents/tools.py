@@ -40,7 +40,7 @@ from harness_cli.agents import lifetime, limits, sandbox
 from harness_cli.agents.guard import SKIP_DIRS, is_pinned
 from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.policy import is_readable
-from harness_cli.bounded import Bounded, drain
+from harness_cli.bounded import CHUNK, Bounded, drain
 
 Effect = Literal["read-only", "writes-file", "external"]
 
@@ -50,6 +50,7 @@ LIST_LIMIT = 200
 BASH_OUTPUT_CHARS = 30_000
 BASH_DEFAULT_MS = 120_000
 GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
+EDIT_MAX_BYTES = 16 * 1024 * 1024
 TOOLS_TIMEOUT_CAP_S = 600.0
 KILLED_DRAIN_S = 5.0
 """After a timeout's kill, how long the rest of the output may take to arrive."""
@@ -171,18 +172,25 @@ def _read(ctx: ToolContext, args: dict[str, Any]) -> str:
         raise ToolFailure(f"File does not exist: {path}")
     if not path.is_file():
         raise ToolFailure(f"Not a regular file: {path}")
-    data = path.read_bytes()
-    if b"\0" in data[:8192]:
-        raise ToolFailure(f"{path} is a binary file ({len(data)} bytes)")
-    lines = data.decode("utf-8", "replace").splitlines()
     start = max(1, int(args.get("offset", 1)))
     limit = max(1, int(args.get("limit", READ_LINES)))
-    chosen = lines[start - 1 : start - 1 + limit]
+    # Line by line, each line read only up to what is shown (#28 R10): the file may be one the
+    # agent wrote, of any size, in one line.
+    chosen, count = [], 0
+    with path.open("rb") as handle:
+        if b"\0" in handle.read(8192):
+            raise ToolFailure(f"{path} is a binary file ({path.stat().st_size} bytes)")
+        handle.seek(0)
+        while line := handle.readline(LINE_CHARS * 4):
+            count += 1
+            whole = line.endswith(b"\n")
+            if start <= count < start + limit:
+                chosen.append(line.decode("utf-8", "replace").rstrip("\r\n")[:LINE_CHARS])
+            while not whole and (more := handle.readline(CHUNK)):  # the rest of a long line
+                whole = more.endswith(b"\n")
     if not chosen:
-        return (
-            "(empty file)" if not lines else f"(no lines from {start}; the file has {len(lines)})"
-        )
-    return "\n".join(f"{n}\t{line[:LINE_CHARS]}" for n, line in enumerate(chosen, start))
+        return "(empty file)" if not count else f"(no lines from {start}; the file has {count})"
+    return "\n".join(f"{n}\t{line}" for n, line in enumerate(chosen, start))
 
 
 def _glob(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -264,6 +272,8 @@ def _edit(ctx: ToolContext, args: dict[str, Any]) -> str:
         raise ToolFailure(f"File does not exist: {target}")
     if old == new:
         raise ToolFailure("old_string and new_string are the same; nothing to change")
+    if target.stat().st_size > EDIT_MAX_BYTES:  # read whole below: never an agent's 1 GB file
+        raise ToolFailure(f"{target} is larger than {EDIT_MAX_BYTES >> 20} MB; edit it with Bash")
     text = target.read_text(encoding="utf-8")
     count = text.count(old)
     if count == 0:

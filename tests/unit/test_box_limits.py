@@ -58,6 +58,23 @@ def test_an_endless_line_is_skipped_not_held(tmp_path: Path) -> None:
         assert list(bounded.lines(pipe, 4096)) == [b'{"a": 1}\n', b'{"b": 2}\n']
 
 
+def test_a_huge_file_is_read_a_line_at_a_time(tmp_path: Path) -> None:
+    """The Read tool on a file the agent wrote (20 MB in one line): only what is shown is read."""
+    path = tmp_path / "one-line.log"
+    path.write_bytes(b"z" * (20 << 20) + b"\r\nsecond line\nthird\n")
+    ctx = tools.ToolContext(tmp_path, tmp_path, time.monotonic() + 60, (tmp_path,))
+    text = tools.call(tools.TOOLS["Read"], ctx, {"file_path": str(path)})
+    first, second, third = text.split("\n")
+    assert first == "1\t" + "z" * tools.LINE_CHARS
+    assert (second, third) == ("2\tsecond line", "3\tthird")
+    assert tools.call(tools.TOOLS["Read"], ctx, {"file_path": str(path), "offset": 3}) == "3\tthird"
+    far = tools.call(tools.TOOLS["Read"], ctx, {"file_path": str(path), "offset": 9})
+    assert far == "(no lines from 9; the file has 3)"
+    with pytest.raises(tools.ToolFailure, match="larger than 16 MB"):
+        tools.call(tools.TOOLS["Edit"], ctx, {"file_path": str(path), "old_string": "third",
+                                              "new_string": "3rd"})  # fmt: skip
+
+
 @needs_box
 def test_a_command_cannot_write_a_file_past_the_size_limit(tmp_path: Path) -> None:
     out = bash(
