@@ -169,6 +169,13 @@ def waiting(payload_file: Path | None = None) -> bool:
     return any(w.payload == key or not key for w in queue_file().read().waiting)
 
 
+def queued() -> list[str]:
+    """The payload files waiting for a slot, oldest first (``harness status``)."""
+    if not queue_file().path.exists():
+        return []
+    return [Path(w.payload).name for w in queue_file().read().waiting if w.launched_at is None]
+
+
 def _busy(queue: RunQueue) -> int:
     """Slots held, plus runs launched that have not taken theirs yet."""
     return len(_held_slots()) + sum(w.launched_at is not None for w in queue.waiting)

@@ -7,6 +7,7 @@ once (a flood of 60 started 60)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Iterator
@@ -64,6 +65,9 @@ def test_four_tickets_with_a_cap_of_two_run_two_at_a_time_in_order(
     assert len(list(started.glob("*.json"))) == CAP  # before: all four at once
     queue = (tmp_path / "harness-home" / "run-queue.json").read_text()
     assert all(f"AAA-{101 + n}" in queue for n in range(CAP, TICKETS)), queue
+    _, out, _ = cli("status", "--json")  # the operator sees who waits, in order
+    waiting = json.loads(out)["data"]["waiting_for_a_slot"]
+    assert [name.rsplit("-", 1)[-1] for name in waiting] == ["103.json", "104.json"], waiting
     peak, deadline, polled = 0, time.monotonic() + 300, time.monotonic()
     while time.monotonic() < deadline:
         peak = max(peak, _holding(tmp_path / "harness-home"))
