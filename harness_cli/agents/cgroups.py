@@ -192,7 +192,10 @@ def _cgroups(found: Plan, *, pids: int | None, memory_mb: int | None) -> Iterato
     folders = _IDLE.pop() if _IDLE else _make(found)
     try:
         for folder in folders:
-            _limit(folder, found.version, pids=pids, memory_mb=memory_mb)
+            if _WRITTEN.get(folder) != (pids, memory_mb):  # a reused cgroup keeps its limits
+                _WRITTEN.pop(folder, None)
+                _limit(folder, found.version, pids=pids, memory_mb=memory_mb)
+                _WRITTEN[folder] = (pids, memory_mb)
         yield [folder / "cgroup.procs" for folder in folders]
     finally:
         if all(_emptied(folder) for folder in folders):
@@ -203,6 +206,8 @@ def _cgroups(found: Plan, *, pids: int | None, memory_mb: int | None) -> Iterato
 
 _IDLE: list[list[Path]] = []
 """Run cgroups of this process, empty, ready for its next command."""
+_WRITTEN: dict[Path, tuple[int | None, int | None]] = {}
+"""The limits last written into each of this process's run cgroups."""
 _BUSY: list[Path] = []
 """Run cgroups whose processes were killed but had not gone yet; removed at exit."""
 
