@@ -261,10 +261,30 @@ def _emptied(folder: Path) -> bool:
     """Kill what is left in ``folder`` (a command that forked into the background); True when
     nothing is."""
     left = _read(folder / "cgroup.procs").split()
+    if left and (folder / "cgroup.kill").exists():  # v2: the kernel kills the whole cgroup
+        with contextlib.suppress(OSError):
+            (folder / "cgroup.kill").write_text("1", encoding="ascii")
+        return False
     for pid in left:
-        with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
-            os.kill(int(pid), signal.SIGKILL)
+        _kill_if_inside(int(pid), folder)
     return not left
+
+
+def _kill_if_inside(pid: int, folder: Path) -> None:
+    """SIGKILL ``pid`` only if it is still in ``folder``: through a pidfd, so a pid that ended
+    and was reused by someone else's process meanwhile is never hit."""
+    try:
+        handle = os.pidfd_open(pid)
+    except OSError:
+        return  # gone already
+    try:
+        paths = [line.rpartition(":")[2] for line in _read(Path(f"/proc/{pid}/cgroup")).split()]
+        if any(p.endswith(f"/{folder.name}") for p in paths):
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+    except OSError:
+        pass  # ended between the look and the kill
+    finally:
+        os.close(handle)
 
 
 def _remove_all() -> None:

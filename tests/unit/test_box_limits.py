@@ -103,14 +103,16 @@ def test_a_process_cannot_allocate_past_the_memory_limit(tmp_path: Path) -> None
 
 
 def test_what_a_command_leaves_running_is_killed_with_it(tmp_path: Path) -> None:
-    """Unboxed (sandbox.required: false) a command's daemon escapes its process group; the
-    command's cgroup does not let it outlive the command."""
+    """Unboxed (sandbox.required: false) a daemon that left the command's process group and
+    dropped the run's token (what the watchdog finds processes by) is still in the command's
+    cgroup, and does not outlive the command."""
     from harness_cli.agents import cgroups
 
     if not cgroups.plan("auto").way:
         pytest.skip(f"no cgroup on this machine: {cgroups.plan('auto').detail}")
     marker = tmp_path / "alive"
-    command = f"setsid sh -c 'sleep 3; touch {marker}' >/dev/null 2>&1 < /dev/null & echo started"
+    daemon = f"env -u HARNESS_AGENT_RUN setsid sh -c 'sleep 3; touch {marker}'"
+    command = f"{daemon} >/dev/null 2>&1 < /dev/null & echo started"
     assert "started" in bash(tmp_path, command, LimitSettings(), boxed=False)
     time.sleep(4)
     assert not marker.exists()
