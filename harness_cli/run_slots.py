@@ -152,6 +152,16 @@ def claim(payload_file: str) -> bool:
     )
 
 
+def forget(payload_file: str) -> None:
+    """Take ``payload_file`` off the queue: its run will not happen (held back by a pause,
+    which replays it as a new payload)."""
+    if not payload_file or not queue_file().path.exists():
+        return
+    key = str(Path(payload_file).absolute())
+    with queue_file().update() as queue:
+        queue.waiting = [w for w in queue.waiting if w.payload != key]
+
+
 def release() -> bool:
     """Give back this process's slot (before it starts the next waiting run)."""
     held = bool(_HELD)

@@ -85,6 +85,7 @@ def running(
             from harness_cli.obligations import unbegun
 
             unbegun.settle(inv.payload_file, "held back by a pause")
+            run_slots.forget(inv.payload_file)  # its place in the queue goes to the next one
             raise PolicyRefused(
                 f"{inv.workflow} on {inv.case_id} was triggered by {kind} and the harness is "
                 "paused",

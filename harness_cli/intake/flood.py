@@ -41,8 +41,9 @@ log = logging.getLogger("harness.intake")
 
 FOLDED_FILE = "folded.json"
 """In the flood case's folder: every folded message, oldest first."""
-KEEP_DECISIONS = timedelta(days=3)
-"""A decision is kept this long after its message (a parked message may be retried later)."""
+KEEP_DECISIONS = timedelta(days=1)
+"""A decision is kept this long after its message: a message handled again (a crash, a lease
+taken over, a parked one retried the same day) is decided the same way."""
 
 
 class Decision(BaseModel):
@@ -73,7 +74,7 @@ class RateState(BaseModel):
 
 
 def state_file() -> JsonFile[RateState]:
-    return JsonFile(paths.state_file("intake-rate.json"), RateState)
+    return JsonFile(paths.state_file("intake-rate.json"), RateState, compact=True)
 
 
 def admit(ctx: Intake, channel: str, message: Message) -> bool:
@@ -81,6 +82,10 @@ def admit(ctx: Intake, channel: str, message: Message) -> bool:
     (attached, its one DM posted if it is the burst's first)."""
     rate: IntakeRate = ctx.cfg.harness.intake_rate
     user, ts = str(message.get("user", "")), str(message["ts"])
+    try:
+        float(ts)
+    except ValueError:
+        return True  # not a Slack timestamp: no rate can be told; the ticket opens as usual
     folded_into = _decide(rate, channel, user, ts)
     crash_point("intake.rate_decided")
     if not folded_into:
