@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from typing import IO
@@ -71,6 +72,21 @@ def drain(pipes: Mapping[IO[bytes], Bounded], deadline: float | None) -> bool:
         return True
     finally:
         selector.close()
+
+
+def drain_and_wait(proc: subprocess.Popen[bytes], pipes: Mapping[IO[bytes], Bounded],
+                   timeout: float) -> bool:  # fmt: skip
+    """:func:`drain` ``proc``'s pipes, then wait for it to end, both within ``timeout`` seconds
+    (what ``communicate(timeout=…)`` did, without holding the output): False when time ran
+    out (the process may still run; the caller kills it)."""
+    deadline = time.monotonic() + max(0.0, timeout)
+    if not drain(pipes, deadline):
+        return False
+    try:
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def lines(pipe: IO[bytes], limit: int) -> Iterator[bytes]:

@@ -24,6 +24,7 @@ middle was left out.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fnmatch
 import os
@@ -36,11 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from harness_cli import bounded
 from harness_cli.agents import lifetime, limits, sandbox
 from harness_cli.agents.guard import SKIP_DIRS, is_pinned
 from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.policy import is_readable
-from harness_cli.bounded import CHUNK, Bounded, drain
+from harness_cli.bounded import CHUNK, Bounded
 
 Effect = Literal["read-only", "writes-file", "external"]
 
@@ -315,10 +317,11 @@ def _bash(ctx: ToolContext, args: dict[str, Any]) -> str:
             watchdog.guard(proc.pid)
             assert proc.stdout is not None
             with proc.stdout:
-                finished = drain({proc.stdout: out}, time.monotonic() + limit)
+                finished = bounded.drain_and_wait(proc, {proc.stdout: out}, limit)
                 if not finished:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    drain({proc.stdout: out}, time.monotonic() + KILLED_DRAIN_S)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    bounded.drain({proc.stdout: out}, time.monotonic() + KILLED_DRAIN_S)
             proc.wait()
     finally:
         watchdog.close()

@@ -42,7 +42,7 @@ from harness_cli import __version__, clock
 from harness_cli.agents import limits, sandbox
 from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.sandbox import SandboxSettings, View
-from harness_cli.bounded import Bounded, drain
+from harness_cli.bounded import Bounded, drain, drain_and_wait
 from harness_cli.delivery.check_guard import DEFAULT_CHECK_PATHS, checks_changed, guard_verdict
 from harness_cli.errors import ConfigError, HarnessError, ServiceError
 from harness_cli.services.git import Git
@@ -264,7 +264,8 @@ def _run_check(
             return run
         assert proc.stdout is not None and proc.stderr is not None
         with proc.stdout, proc.stderr:
-            if not drain({proc.stdout: out, proc.stderr: err}, started + timeout_s):
+            left = started + timeout_s - time.monotonic()
+            if not drain_and_wait(proc, {proc.stdout: out, proc.stderr: err}, left):
                 # The whole process group: a test runner's children must not outlive the check.
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)

@@ -58,6 +58,21 @@ def test_an_endless_line_is_skipped_not_held(tmp_path: Path) -> None:
         assert list(bounded.lines(pipe, 4096)) == [b'{"a": 1}\n', b'{"b": 2}\n']
 
 
+def test_a_command_that_closes_its_output_still_ends_at_its_timeout(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    ctx = tools.ToolContext(work, work, time.monotonic() + 60, (work,), None, home)
+    started = time.monotonic()
+    with pytest.raises(tools.ToolFailure, match="timed out"):
+        tools.call(
+            tools.TOOLS["Bash"],
+            ctx,
+            {"command": "echo hi; exec >&- 2>&-; sleep 30", "timeout": 1000},
+        )
+    assert time.monotonic() - started < 15
+
+
 def test_a_huge_file_is_read_a_line_at_a_time(tmp_path: Path) -> None:
     """The Read tool on a file the agent wrote (20 MB in one line): only what is shown is read."""
     path = tmp_path / "one-line.log"
