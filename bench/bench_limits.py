@@ -4,6 +4,8 @@ each against a baseline measured in the same run.
 1. Per agent command (the harness's own loop's Bash tool, ``true`` in bubblewrap): with the
    default ``sandbox.limits`` (a cgroup per command, prlimit) against the same command with
    every limit off, alternated, median of each. Goal: ≤ 25 ms per command with the limits.
+   Wall time depends on what else the machine runs; the CPU time the command chain used (this
+   process and every process it reaped) does not, and is printed beside it.
 2. Peak memory (VmHWM) of the harness process through one `harness dev-agent` run on the
    emulators (anthropic runtime) whose agent prints 700 MB from its shell and 700 MB more from
    the required checks, against the same run printing nothing. Goal: ≤ 2×.
@@ -15,6 +17,7 @@ the 700).
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -37,7 +40,17 @@ PRINT_MB = int(os.environ.get("BENCH_PRINT_MB", "700"))
 OFF = LimitSettings(pids=None, memory_mb=None, cpu_seconds=None, file_size_mb=None, cgroup="off")
 
 
-def per_command(root: Path) -> tuple[float, float]:
+def _cpu() -> float:
+    """CPU seconds used so far by this process and its reaped descendants."""
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def per_command(root: Path) -> tuple[float, float, float, float]:
+    """Median wall time with and without the limits, then median CPU time (load-proof)."""
     home, work = root / "home", root / "work"
     home.mkdir()
     work.mkdir()
@@ -46,12 +59,15 @@ def per_command(root: Path) -> tuple[float, float]:
     limited = tools.ToolContext(work, work, deadline, (work,), box, home, LimitSettings())
     plain = tools.ToolContext(work, work, deadline, (work,), box, home, OFF)
     timings: dict[str, list[float]] = {"limited": [], "plain": []}
+    cpu: dict[str, list[float]] = {"limited": [], "plain": []}
     for _ in range(COMMANDS):
         for name, ctx in (("limited", limited), ("plain", plain)):
-            started = time.perf_counter()
+            started, used = time.perf_counter(), _cpu()
             tools.call(tools.TOOLS["Bash"], ctx, {"command": "true"})
             timings[name].append(time.perf_counter() - started)
-    return statistics.median(timings["limited"]), statistics.median(timings["plain"])
+            cpu[name].append(_cpu() - used)
+    med = statistics.median
+    return med(timings["limited"]), med(timings["plain"]), med(cpu["limited"]), med(cpu["plain"])
 
 
 def peak_of_dev_agent(root: Path, megabytes: int) -> int:
@@ -108,7 +124,7 @@ def main() -> int:
         return 0
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
-        limited, plain = per_command(Path(tmp))
+        limited, plain, cpu_limited, cpu_plain = per_command(Path(tmp))
         way = cgroups.plan("auto")
         print(f"agent command (Bash `true` in bubblewrap, median of {COMMANDS}):")
         print(f"  cgroups here: {way.way or 'none'} ({way.detail})")
@@ -117,6 +133,11 @@ def main() -> int:
         print(
             f"  ratio {limited / plain:.2f}×, added {(limited - plain) * 1000:.1f} ms per command"
             f" (goal: <= 25 ms with them): {verdict}"
+        )
+        print(
+            f"  CPU time (this process and its children, whatever the load): with "
+            f"{cpu_limited * 1000:.1f} ms, without {cpu_plain * 1000:.1f} ms, "
+            f"added {(cpu_limited - cpu_plain) * 1000:.1f} ms"
         )
         ok &= limited <= 0.025
     with tempfile.TemporaryDirectory() as tmp:
