@@ -95,7 +95,8 @@ class ClaudeCodeRuntime:
         digest = hashlib.sha256(os.path.realpath(req.workdir).encode()).hexdigest()[:16]
         with sandbox.scratch(digest if boxed else None) as folder:
             settings = self._settings(req, folder, boxed)
-            return guard.guarded(req, lambda: self._run(binary, req, folder, settings, boxed))
+            shell = policy.shell_allowed(req)
+            return guard.guarded(req, lambda: self._run(binary, req, folder, settings, shell))
 
     def _settings(self, req: RunRequest, folder: Path, boxed: bool) -> Path:
         """The run's ``--settings`` file: the Bash sandbox (for a run with a shell) and the
@@ -229,12 +230,12 @@ class ClaudeCodeRuntime:
         return env
 
     def _run(
-        self, binary: Path, req: RunRequest, folder: Path, settings: Path, boxed: bool
+        self, binary: Path, req: RunRequest, folder: Path, settings: Path, shell: bool
     ) -> RunResult:
         # A run with a shell gets the box's limits for the CLI's whole tree: its Bash runs
         # inside it (#28 R11). One without runs no agent command: its MCP servers go unbounded.
         plain = LimitSettings(pids=None, memory_mb=None, cpu_seconds=None, file_size_mb=None)
-        chosen = self.sandbox.limits if boxed else plain
+        chosen = self.sandbox.limits if shell else plain
         with limits.applied(chosen, own_userns=False, cli=True) as bounds:
             argv = bounds.outer(bounds.inner(self.command(binary, req, settings=settings)))
             return self._start(argv, req, folder)
