@@ -198,25 +198,27 @@ def _cgroups(found: Plan, *, pids: int | None, memory_mb: int | None) -> Iterato
                 _WRITTEN[folder] = (pids, memory_mb)
         yield [folder / "cgroup.procs" for folder in folders]
     finally:
-        if all(_emptied(folder) for folder in folders):
-            _IDLE.append(folders)
-        else:
-            _BUSY.extend(folders)
+        for folder in folders:
+            _emptied(folder)
+        # Killed leftovers (and a finished box's pid namespace, which the kernel tears down a
+        # moment after its init is reaped) leave by themselves: the cgroup is ready to reuse.
+        _IDLE.append(folders)
 
 
 _IDLE: list[list[Path]] = []
 """Run cgroups of this process, empty, ready for its next command."""
+_SEEN: list[list[Path]] = []
+"""Every run cgroup this process made (in use or idle): removed when it exits."""
 _WRITTEN: dict[Path, tuple[int | None, int | None]] = {}
 """The limits last written into each of this process's run cgroups."""
-_BUSY: list[Path] = []
-"""Run cgroups whose processes were killed but had not gone yet; removed at exit."""
 
 
 def _make(found: Plan) -> list[Path]:
-    if not _IDLE and not _BUSY:
+    if not _SEEN:
         atexit.register(_remove_all)
     name = f"harness-{os.getpid()}-{next(_SEQ)}"
     made: list[Path] = []
+    _SEEN.append(made)
     for controller in ("pids", "memory"):
         parent = found.parents[controller]
         folder = parent / name
@@ -288,7 +290,7 @@ def _kill_if_inside(pid: int, folder: Path) -> None:
 
 
 def _remove_all() -> None:
-    folders = [f for group in _IDLE for f in group] + _BUSY
+    folders = [f for group in _SEEN for f in group]
     deadline = time.monotonic() + 2.0
     while folders and time.monotonic() < deadline:
         folders = [f for f in folders if not _removed(f)]
