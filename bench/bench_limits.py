@@ -35,7 +35,7 @@ from harness_cli.agents import cgroups, sandbox, tools  # noqa: E402
 from harness_cli.agents.limits import LimitSettings  # noqa: E402
 from harness_cli.sandbox.runner import Sandbox  # noqa: E402
 
-COMMANDS = 40
+COMMANDS = 100
 PRINT_MB = int(os.environ.get("BENCH_PRINT_MB", "700"))
 OFF = LimitSettings(pids=None, memory_mb=None, cpu_seconds=None, file_size_mb=None, cgroup="off")
 
