@@ -8,7 +8,6 @@ missing fields are tolerated; only ``result`` is authoritative for totals.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import hashlib
 import json
@@ -270,7 +269,7 @@ class ClaudeCodeRuntime:
 
     def _follow(self, proc: subprocess.Popen[bytes], stream: _Stream, req: RunRequest) -> RunResult:
         assert proc.stdout is not None and proc.stderr is not None
-        stderr: collections.deque[str] = collections.deque(maxlen=50)
+        stderr = bounded.Bounded(0, STDERR_KEEP * 4)  # its tail only, however much it says
         drain = threading.Thread(target=_drain, args=(proc.stderr, stderr), daemon=True)
         drain.start()
         killed = threading.Event()
@@ -293,7 +292,7 @@ class ClaudeCodeRuntime:
                 kill()
                 proc.wait()
         drain.join(timeout=2)
-        tail = "".join(stderr)[-STDERR_KEEP:]
+        tail = stderr.text("")[-STDERR_KEEP:]
         return stream.finish(code, killed.is_set(), tail)
 
 
@@ -311,9 +310,9 @@ def _api_key() -> str | None:
     return next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), None)
 
 
-def _drain(pipe: IO[bytes], keep: collections.deque[str]) -> None:
-    for raw in bounded.lines(pipe, STDERR_KEEP):
-        keep.append(raw.decode("utf-8", "replace"))
+def _drain(pipe: IO[bytes], keep: bounded.Bounded) -> None:
+    for chunk in iter(lambda: os.read(pipe.fileno(), bounded.CHUNK), b""):
+        keep.feed(chunk)
 
 
 class _Stream:
