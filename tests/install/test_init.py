@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from harness_cli.agents import factory
 from harness_cli.sandbox.runner import Sandbox
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
 from tests.conftest import REPO, harness_subprocess
@@ -118,6 +119,9 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
         monkeypatch.setenv("HARNESS_DISPATCH", "inline")
         # an install without the claude CLI: the runtime falls back to its own tool loop
         monkeypatch.setenv("HARNESS_CLAUDE_BIN", str(tmp_path / "no-claude-here"))
+        # the fallback's warning is said once per process: a test run earlier in this worker
+        # may have said it already
+        monkeypatch.setattr(factory, "_warned", [])
         yield sandbox
 
 
