@@ -94,7 +94,8 @@ def peak_of_dev_agent(root: Path, megabytes: int) -> int:
         with update_case("AAA-101", load_config().harness.thresholds, "bench") as case:
             for status in ("investigating", "awaiting_approval"):
                 case.move(status)
-        box.anthropic.load_script("dev_loud", {"megabytes": str(megabytes)})
+        printed = {"shell_mb": str(megabytes), "check_mb": str(megabytes)}
+        box.anthropic.load_script("dev_loud", printed)
         harness("admin", "task AAA-101 --auto")
         proc = subprocess.Popen(
             [sys.executable, "-m", "harness_cli", "dev-agent", "AAA-101", "--mode", "task"],

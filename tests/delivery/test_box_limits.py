@@ -4,7 +4,7 @@ worktrees, the real claude CLI or the harness's own loop, the default harness.ya
 
 - R11: the agent's command forks 400 processes and allocates 1.5 GB (the red team reached 405
   and 1.5 GB): the defaults (256 processes, 1024 MB) refuse both, inside the command.
-- R10: the agent's command prints 400 MB and the conftest.py it adds prints 400 MB more when the
+- R10: the agent's command prints 300 MB and the conftest.py it adds prints 300 MB more when the
   harness runs the required checks: the harness process's peak memory stays under what was
   printed (before, it read both whole: ~2× each), and the ends of both still reach their
   readers (the model, the acceptance record)."""
@@ -27,7 +27,7 @@ from tests.delivery.test_agent_boundaries import box as box
 
 pytestmark = pytest.mark.slow
 
-PRINTED_MB = 400
+PRINTED_MB = 300
 
 
 @pytest.mark.parametrize("runtime", BOTH)
@@ -77,7 +77,9 @@ def test_a_run_that_prints_without_end_leaves_the_harness_memory_flat(
 ) -> None:
     assert cli("init")[0] == 0
     approved_case(cli, "AAA-101")
-    box.anthropic.load_script("dev_loud", {"megabytes": str(PRINTED_MB)})
+    # on claude-code the CLI reads its Bash's output, not the harness: the checks' is the test
+    shell_mb = PRINTED_MB if runtime == "anthropic" else 0
+    box.anthropic.load_script("dev_loud", {"shell_mb": str(shell_mb), "check_mb": str(PRINTED_MB)})
     assert cli("admin", "task AAA-101 --auto")[0] == 0
 
     proc = subprocess.Popen(
