@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -33,9 +34,17 @@ from harness_cli.sandbox.httpbase import Fault  # noqa: E402
 from harness_cli.sandbox.slack_api import SlackEmulator  # noqa: E402
 
 
+def no_intake_rate(cfg: Path) -> None:
+    """Flood control off (#28 R13) where the config has it (a baseline checkout may not)."""
+    path = cfg / "harness.yaml"
+    text = path.read_text()
+    path.write_text(re.sub(r"(?m)^(  per_(?:user|channel)):\s*\d+", r"\1: null", text))
+
+
 def setup(root: Path, emu: SlackEmulator) -> dict[str, str]:
     cfg = root / "agent-config"
     shutil.copytree(REPO / "agent-config", cfg)
+    no_intake_rate(cfg)  # one customer's tickets by the hundred: not what this measures
     bare = root / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(bare)], check=True)
     gitconfig = root / "gitconfig"

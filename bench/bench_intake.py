@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -32,6 +33,13 @@ from harness_cli.sandbox.httpbase import Request  # noqa: E402
 from harness_cli.sandbox.slack_api import SlackEmulator  # noqa: E402
 
 
+def no_intake_rate(cfg: Path) -> None:
+    """Flood control off (#28 R13) where the config has it (a baseline checkout may not)."""
+    path = cfg / "harness.yaml"
+    text = path.read_text()
+    path.write_text(re.sub(r"(?m)^(  per_(?:user|channel)):\s*\d+", r"\1: null", text))
+
+
 def setup(root: Path, channels: list[str], emu: SlackEmulator, code: Path = REPO) -> dict[str, str]:
     """A HARNESS_HOME on the emulator; ``code`` another checkout (e.g. main, for a baseline in
     the same run) whose harness_cli and agent-config are used instead of this one's."""
@@ -45,6 +53,7 @@ def setup(root: Path, channels: list[str], emu: SlackEmulator, code: Path = REPO
     for c in channels:
         if c != "C0SUPPORT":
             emu.add_channel(c, c.lower())
+    no_intake_rate(cfg)  # one customer's tickets by the hundred: not what this measures
     env = {
         **os.environ,
         "HARNESS_HOME": str(root / "home"),

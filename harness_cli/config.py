@@ -33,6 +33,7 @@ from harness_cli.delivery.monitor.thresholds import MonitorThresholds
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError
 from harness_cli.improvement.thresholds import ImprovementThresholds
+from harness_cli.intake.thresholds import IntakeRate
 from harness_cli.investigation.thresholds import InvestigationThresholds
 from harness_cli.memory.thresholds import MemoryThresholds
 from harness_cli.obligations.thresholds import ObligationThresholds
@@ -158,6 +159,12 @@ class HarnessConfig(_Human):
     workflow run, per day) that end a run at its next safe point."""
     obligations: ObligationThresholds = Field(default_factory=ObligationThresholds)
     """The outbox (owed posts and notes) and the resumption of killed workflow runs."""
+    intake_rate: IntakeRate = Field(default_factory=IntakeRate)
+    """Flood control: tickets per user and per channel in a window; the rest of a burst is
+    folded into one case with one DM (``intake/flood.py``)."""
+    max_running_workflows: int = Field(4, ge=1)
+    """Workflows running at once on this machine with local or systemd dispatch; the rest wait
+    in order in ``$HARNESS_HOME/run-queue.json`` (``run_slots.py``)."""
 
     @property
     def allowlist(self) -> list[str]:

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness_cli import clock, paths
+from harness_cli import clock, paths, run_slots
 from harness_cli.errors import ConfigError, InputError, StateError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
@@ -37,6 +37,7 @@ from harness_cli.state.store import atomic_create_bytes, atomic_write_text
 log = logging.getLogger("harness.dispatch")
 
 Backend = Literal["systemd", "local", "inline", "record", "gitlab-ci"]
+WAITING = "waiting for a free workflow slot (run-queue.json)"
 BACKENDS: tuple[Backend, ...] = ("systemd", "local", "inline", "record", "gitlab-ci")
 
 
@@ -193,11 +194,26 @@ def dispatch(payload: Payload, *, backend: Backend | None = None) -> Dispatched:
         event(log, "dispatch_duplicate", workflow=payload.workflow, case_id=payload.case_id,
               key=payload.key, payload=str(payload_file))  # fmt: skip
         return Dispatched(chosen, payload_file, started=False, detail="already", duplicate=True)
+    if chosen in run_slots.CAPPED and not run_slots.admit(payload_file):
+        return Dispatched(chosen, payload_file, started=False, detail=WAITING)
     started = _start(payload, payload_file, chosen)
     if started.started:
         _mark_started(payload_file)
     crash_point("dispatch.started")
     return started
+
+
+def start_waiting(backend: Backend | None = None) -> list[str]:
+    """Start the runs waiting for a workflow slot (``run_slots``), oldest first, as slots free."""
+    chosen = backend or choose_backend()
+
+    def start(path: Path) -> bool:
+        started = _start(load_payload(path), path, chosen).started
+        if started:
+            _mark_started(path)
+        return started
+
+    return run_slots.pump(start) if chosen in run_slots.CAPPED else []
 
 
 def _start(payload: Payload, payload_file: Path, chosen: Backend) -> Dispatched:

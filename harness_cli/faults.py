@@ -35,6 +35,8 @@ POINTS: dict[str, str] = {
     "intake.case_thread": "the case thread recorded (thread map and case.json)",
     "dispatch.payload": "a dispatch payload written, the workflow not started",
     "dispatch.started": "a workflow started by its backend, not yet marked started",
+    "intake.rate_decided": "a ticket's intake-rate decision recorded (open, or fold into a case)",
+    "intake.folded": "a ticket attached to its flood case, the case thread not yet sure",
     "intake.handled": "a message's effects all exist, recorded as handled",
     "workspace.committed": "the workspace committed, not yet pushed",
     "workspace.pushed": "the workspace pushed",

@@ -132,7 +132,9 @@ class AnthropicRuntime:
                     extra_toolchain=self.sandbox.toolchain,
                 )
             readable = policy.readable_roots(req)
-            ctx = tools.ToolContext(req.workdir, req.allowed_root, 0.0, readable, box, home)
+            ctx = tools.ToolContext(
+                req.workdir, req.allowed_root, 0.0, readable, box, home, self.sandbox.limits
+            )
             return guard.guarded(req, lambda: self._run(req, offered, ctx))
 
     # -- the loop ---------------------------------------------------------------------------

@@ -8,7 +8,6 @@ missing fields are tolerated; only ``result`` is authoritative for totals.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import hashlib
 import json
@@ -21,8 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from harness_cli import redaction
-from harness_cli.agents import guard, lifetime, policy, prompt_layout, sandbox
+from harness_cli import bounded, redaction
+from harness_cli.agents import guard, lifetime, limits, policy, prompt_layout, sandbox
+from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -36,6 +36,9 @@ from harness_cli.logs import redact
 from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
 
 STDERR_KEEP = 4000
+EVENT_MAX_BYTES = 16 << 20
+"""One stream-json line is read at most this far (#28 R10): the CLI cuts its tools' output,
+but nothing else bounds a line; a longer one is skipped, not held."""
 ALWAYS_ENV = {
     "DISABLE_TELEMETRY": "1",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -91,7 +94,8 @@ class ClaudeCodeRuntime:
         digest = hashlib.sha256(os.path.realpath(req.workdir).encode()).hexdigest()[:16]
         with sandbox.scratch(digest if boxed else None) as folder:
             settings = self._settings(req, folder, boxed)
-            return guard.guarded(req, lambda: self._run(binary, req, folder, settings))
+            shell = policy.shell_allowed(req)
+            return guard.guarded(req, lambda: self._run(binary, req, folder, settings, shell))
 
     def _settings(self, req: RunRequest, folder: Path, boxed: bool) -> Path:
         """The run's ``--settings`` file: the Bash sandbox (for a run with a shell) and the
@@ -225,14 +229,25 @@ class ClaudeCodeRuntime:
         # Its Bash inherits this: no variable holding a secret's value, whatever its name (R3).
         return redaction.without_secrets(env)
 
-    def _run(self, binary: Path, req: RunRequest, folder: Path, settings: Path) -> RunResult:
+    def _run(
+        self, binary: Path, req: RunRequest, folder: Path, settings: Path, shell: bool
+    ) -> RunResult:
+        # A run with a shell gets the box's limits for the CLI's whole tree: its Bash runs
+        # inside it (#28 R11). One without runs no agent command: its MCP servers go unbounded.
+        plain = LimitSettings(pids=None, memory_mb=None, cpu_seconds=None, file_size_mb=None)
+        chosen = self.sandbox.limits if shell else plain
+        with limits.applied(chosen, own_userns=False, cli=True) as bounds:
+            argv = bounds.outer(bounds.inner(self.command(binary, req, settings=settings)))
+            return self._start(argv, req, folder)
+
+    def _start(self, argv: list[str], req: RunRequest, folder: Path) -> RunResult:
         stream = _Stream(req, self.model)
         watchdog = lifetime.Watchdog()  # the CLI and its tools die with this process (#20 p3)
         env = {**self.environment(), "HOME": str(folder / "home"), "TMPDIR": "/tmp"}
         env.update(watchdog.env())
         try:
             proc = subprocess.Popen(
-                lifetime.die_with_parent(self.command(binary, req, settings=settings)),
+                lifetime.die_with_parent(argv),
                 cwd=req.workdir,
                 env=env,
                 stdin=subprocess.PIPE,
@@ -255,7 +270,7 @@ class ClaudeCodeRuntime:
 
     def _follow(self, proc: subprocess.Popen[bytes], stream: _Stream, req: RunRequest) -> RunResult:
         assert proc.stdout is not None and proc.stderr is not None
-        stderr: collections.deque[str] = collections.deque(maxlen=50)
+        stderr = bounded.Bounded(0, STDERR_KEEP * 4)  # its tail only, however much it says
         drain = threading.Thread(target=_drain, args=(proc.stderr, stderr), daemon=True)
         drain.start()
         killed = threading.Event()
@@ -269,7 +284,7 @@ class ClaudeCodeRuntime:
         timer.daemon = True
         timer.start()
         try:
-            for raw in proc.stdout:
+            for raw in bounded.lines(proc.stdout, EVENT_MAX_BYTES):
                 stream.feed_line(raw.decode("utf-8", "replace"))
             code = proc.wait()
         finally:
@@ -278,7 +293,7 @@ class ClaudeCodeRuntime:
                 kill()
                 proc.wait()
         drain.join(timeout=2)
-        tail = "".join(stderr)[-STDERR_KEEP:]
+        tail = stderr.text("")[-STDERR_KEEP:]
         return stream.finish(code, killed.is_set(), tail)
 
 
@@ -296,9 +311,9 @@ def _api_key() -> str | None:
     return next((os.environ[k] for k in KEY_ENV if os.environ.get(k)), None)
 
 
-def _drain(pipe: IO[bytes], keep: collections.deque[str]) -> None:
-    for raw in pipe:
-        keep.append(raw.decode("utf-8", "replace"))
+def _drain(pipe: IO[bytes], keep: bounded.Bounded) -> None:
+    for chunk in iter(lambda: os.read(pipe.fileno(), bounded.CHUNK), b""):
+        keep.feed(chunk)
 
 
 class _Stream:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import redaction
 from harness_cli.agents import policy
+from harness_cli.agents.limits import LimitSettings
 from harness_cli.errors import HarnessError, PolicyRefused
 from harness_cli.logs import event
 from harness_cli.services import git_guard
@@ -59,6 +60,8 @@ class SandboxSettings(BaseModel):
     toolchain: list[str] = Field(default_factory=list)
     """Extra folders the agent's commands may read (compilers, SDKs) besides /usr, /bin, /lib,
     a few /etc files, the interpreters on PATH and the harness's Python."""
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    """Processes, memory, CPU time and file size of each command (``agents/limits.py``)."""
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,14 @@ refused, as is every path the box pins; the file is written with no symlink foll
 Read-only calls of one turn may run concurrently; the rest run one at a time, in order. A
 retry-safe call is tried again once after a transient OS error; a write never is, since the
 first attempt may have landed. Arguments are checked against the schema before anything runs.
+Bash runs within the box's limits (``agents/limits.py``) and its output is read through a
+bounded buffer (``harness_cli/bounded.py``): the model gets its head and tail, and how much of the
+middle was left out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fnmatch
 import os
@@ -36,13 +40,16 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness_cli.agents import lifetime, sandbox
+from harness_cli import bounded
+from harness_cli.agents import lifetime, limits, sandbox
 from harness_cli.agents.guard import SKIP_DIRS, is_pinned
+from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.policy import is_readable
+from harness_cli.bounded import CHUNK, Bounded
 from harness_cli.errors import PolicyRefused
 from harness_cli.state import nofollow
 
@@ -54,7 +61,10 @@ LIST_LIMIT = 200
 BASH_OUTPUT_CHARS = 30_000
 BASH_DEFAULT_MS = 120_000
 GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
+EDIT_MAX_BYTES = 16 * 1024 * 1024
 TOOLS_TIMEOUT_CAP_S = 600.0
+KILLED_DRAIN_S = 5.0
+"""After a timeout's kill, how long the rest of the output may take to arrive."""
 _TRANSIENT = {errno.EAGAIN, errno.EINTR, errno.EBUSY, errno.ETIMEDOUT, errno.EIO}
 
 
@@ -74,6 +84,8 @@ class ToolContext:
     """The sandbox Bash runs in; None only when the operator opted out of it."""
     home: Path = Path("/nonexistent")
     """The agent's scratch HOME."""
+    limits: LimitSettings = field(default_factory=LimitSettings)
+    """The bounds of each Bash command's process tree (``sandbox.limits``)."""
 
     def remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
@@ -184,18 +196,25 @@ def _read(ctx: ToolContext, args: dict[str, Any]) -> str:
         raise ToolFailure(f"File does not exist: {path}")
     if not path.is_file():
         raise ToolFailure(f"Not a regular file: {path}")
-    data = path.read_bytes()
-    if b"\0" in data[:8192]:
-        raise ToolFailure(f"{path} is a binary file ({len(data)} bytes)")
-    lines = data.decode("utf-8", "replace").splitlines()
     start = max(1, int(args.get("offset", 1)))
     limit = max(1, int(args.get("limit", READ_LINES)))
-    chosen = lines[start - 1 : start - 1 + limit]
+    # Line by line, each line read only up to what is shown (#28 R10): the file may be one the
+    # agent wrote, of any size, in one line.
+    chosen, count = [], 0
+    with path.open("rb") as handle:
+        if b"\0" in handle.read(8192):
+            raise ToolFailure(f"{path} is a binary file ({path.stat().st_size} bytes)")
+        handle.seek(0)
+        while line := handle.readline(LINE_CHARS * 4):
+            count += 1
+            whole = line.endswith(b"\n")
+            if start <= count < start + limit:
+                chosen.append(line.decode("utf-8", "replace").rstrip("\r\n")[:LINE_CHARS])
+            while not whole and (more := handle.readline(CHUNK)):  # the rest of a long line
+                whole = more.endswith(b"\n")
     if not chosen:
-        return (
-            "(empty file)" if not lines else f"(no lines from {start}; the file has {len(lines)})"
-        )
-    return "\n".join(f"{n}\t{line[:LINE_CHARS]}" for n, line in enumerate(chosen, start))
+        return "(empty file)" if not count else f"(no lines from {start}; the file has {count})"
+    return "\n".join(f"{n}\t{line}" for n, line in enumerate(chosen, start))
 
 
 def _glob(ctx: ToolContext, args: dict[str, Any]) -> str:
@@ -285,6 +304,8 @@ def _edit(ctx: ToolContext, args: dict[str, Any]) -> str:
         raise ToolFailure(f"File does not exist: {target}")
     if old == new:
         raise ToolFailure("old_string and new_string are the same; nothing to change")
+    if target.stat().st_size > EDIT_MAX_BYTES:  # read whole below: never an agent's 1 GB file
+        raise ToolFailure(f"{target} is larger than {EDIT_MAX_BYTES >> 20} MB; edit it with Bash")
     text = target.read_text(encoding="utf-8")
     count = text.count(old)
     if count == 0:
@@ -303,35 +324,40 @@ def _edit(ctx: ToolContext, args: dict[str, Any]) -> str:
 def _bash(ctx: ToolContext, args: dict[str, Any]) -> str:
     asked = int(args.get("timeout", BASH_DEFAULT_MS)) / 1000
     limit = max(0.1, min(asked, TOOLS_TIMEOUT_CAP_S, ctx.remaining()))
-    argv = ["bash", "-c", args["command"]]
-    if ctx.box is not None:
-        argv = sandbox.bwrap_argv(ctx.box, argv)
+    # The output goes through a bounded buffer (#28 R10: 700 MB printed made 2.1 GB here): its
+    # head and its tail reach the model, the middle is counted.
+    out = Bounded(BASH_OUTPUT_CHARS * 2 // 3, BASH_OUTPUT_CHARS // 3)
     # The command dies with this process even when it is SIGKILLed (#20 point 3): the
     # sandbox's --die-with-parent covers a boxed command; the watchdog an unboxed one.
     watchdog = lifetime.Watchdog()
     try:
-        proc = subprocess.Popen(
-            lifetime.die_with_parent(argv),
-            cwd=ctx.workdir,
-            env={**sandbox.agent_env(ctx.home), **watchdog.env()},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # one process group: a timeout kills the children too
-        )
-        watchdog.guard(proc.pid)
-        try:
-            raw, _ = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raw, _ = proc.communicate()
-            output = raw.decode("utf-8", "replace")[-BASH_OUTPUT_CHARS:]
-            raise ToolFailure(f"Command timed out after {limit:.0f} s\n{output}") from None
+        with limits.applied(ctx.limits, own_userns=ctx.box is not None) as bounds:
+            argv = bounds.inner(["bash", "-c", args["command"]])
+            if ctx.box is not None:
+                argv = sandbox.bwrap_argv(ctx.box, argv)
+            proc = subprocess.Popen(
+                lifetime.die_with_parent(bounds.outer(argv)),
+                cwd=ctx.workdir,
+                env={**sandbox.agent_env(ctx.home), **watchdog.env()},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # one process group: a timeout kills the children too
+            )
+            watchdog.guard(proc.pid)
+            assert proc.stdout is not None
+            with proc.stdout:
+                finished = bounded.drain_and_wait(proc, {proc.stdout: out}, limit)
+                if not finished:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    bounded.drain({proc.stdout: out}, time.monotonic() + KILLED_DRAIN_S)
+            proc.wait()
     finally:
         watchdog.close()
-    output = raw.decode("utf-8", "replace")
-    if len(output) > BASH_OUTPUT_CHARS:
-        output = output[:BASH_OUTPUT_CHARS] + f"\n… ({len(output) - BASH_OUTPUT_CHARS} more chars)"
+    output = out.text("\n… ({dropped} more bytes left out) …\n")
+    if not finished:
+        raise ToolFailure(f"Command timed out after {limit:.0f} s\n{output}")
     if proc.returncode != 0:
         raise ToolFailure(f"{output}\nExit code {proc.returncode}")
     return output or "(no output)"

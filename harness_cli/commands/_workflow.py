@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness_cli.dispatch import Payload, load_payload
+from harness_cli import run_slots
+from harness_cli.dispatch import Payload, choose_backend, load_payload, start_waiting
 from harness_cli.errors import InputError, PolicyRefused
 from harness_cli.state.locks import workflow_lock
 from harness_cli.workspace.case import validate_case_id
@@ -84,6 +85,7 @@ def running(
             from harness_cli.obligations import unbegun
 
             unbegun.settle(inv.payload_file, "held back by a pause")
+            run_slots.forget(inv.payload_file)  # its place in the queue goes to the next one
             raise PolicyRefused(
                 f"{inv.workflow} on {inv.case_id} was triggered by {kind} and the harness is "
                 "paused",
@@ -92,6 +94,7 @@ def running(
             )
     from harness_cli.sessions.lifecycle import workflow_session
 
+    slotted = run_slots.claim(inv.payload_file)  # a dispatched run: one of the machine's slots
     try:
         with (
             workflow_lock(inv.workflow, inv.case_id),
@@ -107,6 +110,21 @@ def running(
 
         unbegun.settle(inv.payload_file, "refused")
         raise
+    finally:
+        if slotted and run_slots.release() and run_slots.waiting():
+            _start_waiting()
+
+
+def _start_waiting() -> None:
+    """The slot this run freed goes to the oldest waiting run (the next poll-slack would do it
+    otherwise, a minute later)."""
+    from harness_cli.config import load_config
+    from harness_cli.errors import HarnessError
+
+    try:
+        start_waiting(choose_backend(load_config().harness.dispatch))
+    except HarnessError as exc:
+        log.warning("could not start the next waiting run: %s", exc.line())
 
 
 @contextmanager

@@ -60,6 +60,7 @@ def tally_result(action: str, tally: object) -> Result:
     result.skipped += [f"evicted dead thread {e}" for e in tally.evicted]
     result.skipped += [f"already held as a case: {c}" for c in tally.recognised]
     result.skipped += [f"history (older than this install): {h}" for h in tally.history]
+    result.skipped += [f"folded by flood control: {f}" for f in tally.folded]
     result.messages += [
         f"channel failing (the operator was told): {c}" for c in tally.channel_errors
     ]

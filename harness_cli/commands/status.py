@@ -13,6 +13,7 @@ app = new_app("Report pause state, open cases and monitored MRs.")
 @app.command()
 def status() -> None:
     """Same answer as `admin: oncall status` in the self-DM."""
+    from harness_cli import run_slots
     from harness_cli.intake import pause
     from harness_cli.intake.admin import status_text
     from harness_cli.intake.build import local_context
@@ -38,4 +39,11 @@ def status() -> None:
         },
     )
     result.messages.append(status_text(ctx))
+    waiting = run_slots.queued()
+    result.data["waiting_for_a_slot"] = waiting
+    if waiting:
+        result.messages.append(
+            f"{len(waiting)} run(s) wait for a free workflow slot (max_running_workflows: "
+            f"{ctx.cfg.harness.max_running_workflows}), oldest first: {', '.join(waiting)}"
+        )
     emit(result)

@@ -43,8 +43,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import __version__, clock
-from harness_cli.agents import sandbox
+from harness_cli.agents import limits, sandbox
+from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.sandbox import SandboxSettings, View
+from harness_cli.bounded import Bounded, drain, drain_and_wait
 from harness_cli.delivery import clean_tree
 from harness_cli.delivery.check_guard import DEFAULT_CHECK_PATHS, checks_changed, guard_verdict
 from harness_cli.delivery.worktrees import git_for
@@ -96,6 +98,9 @@ class CheckRun(BaseModel):
     error: str = ""
     stdout_tail: str = ""
     stderr_tail: str = ""
+    stdout_bytes: int = 0
+    """How much the check printed in all; only the tail is kept."""
+    stderr_bytes: int = 0
 
     @property
     def output_tail(self) -> str:
@@ -167,16 +172,33 @@ def _untracked(git: Git, excluded: Sequence[str]) -> list[str]:
     )
 
 
+class _Digesting(Bounded):
+    """A buffer that keeps nothing: every chunk goes into the digest (the agent's change may
+    be a file of any size, #28 R10)."""
+
+    def __init__(self, digest: hashlib._Hash) -> None:
+        super().__init__(0, 0)
+        self.digest = digest
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.digest.update(chunk)
+
+
 def snapshot(worktree: Path, *, excluded: Sequence[str] = ()) -> tuple[str, str, list[str]]:
     """(head sha, digest, dirty paths) of ``worktree`` as it is now."""
     git = git_for(worktree)
     head = git.run("rev-parse", "HEAD")
+    digest = hashlib.sha256()
+    digest.update(head.encode("utf-8") + b"\0")
     # Bytes, not text: a decoding step could map two different edits to the same digest.
-    diff = git.run_bytes("diff", "--binary", "--no-color", "--no-ext-diff", "--no-renames", "HEAD")
+    git.stream(
+        "diff", "--binary", "--no-color", "--no-ext-diff", "--no-renames", "HEAD",
+        into=_Digesting(digest),
+    )  # fmt: skip
+    digest.update(b"\0")
     changed = git.run("diff", "--name-only", "-z", "--no-renames", "HEAD").split("\0")
     untracked = _untracked(git, excluded)
-    digest = hashlib.sha256()
-    digest.update(head.encode("utf-8") + b"\0" + diff + b"\0")
     for rel in untracked:
         path = worktree / rel
         digest.update(rel.encode("utf-8") + b"\0")
@@ -208,38 +230,46 @@ def _env(box: View | None) -> dict[str, str]:
     return sandbox.agent_env(home)
 
 
-def _run_check(command: str, worktree: Path, timeout_s: float, box: View | None) -> CheckRun:
+def _run_check(
+    command: str, worktree: Path, timeout_s: float, box: View | None, bounds: LimitSettings
+) -> CheckRun:
     run = CheckRun(command=command, argv=[], exit_code=None, duration_s=0.0)
     started = time.monotonic()
-    try:
-        run.argv = _argv(command)
-        # bwrap --die-with-parent: killing the group below ends everything inside the box too
-        argv = sandbox.bwrap_argv(box, run.argv) if box is not None else run.argv
-        proc = subprocess.Popen(
-            argv,
-            cwd=worktree,
-            env=_env(box),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
-    except (ValueError, OSError) as exc:  # unparseable quoting, command not found
-        run.error = str(exc)
-        return run
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-        run.exit_code = proc.returncode
-    except subprocess.TimeoutExpired:
-        # The whole process group: a test runner's children must not outlive the check.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        run.timed_out, run.error = True, f"killed after {timeout_s:g}s"
+    # Streamed into bounded tails (#28 R10): a check runs the agent's code, which may print
+    # without end; only the tails are kept, the rest is counted.
+    out, err = Bounded(0, TAIL_CHARS * 4), Bounded(0, TAIL_CHARS * 4)
+    with limits.applied(bounds, own_userns=box is not None) as wrap:
+        try:
+            run.argv = _argv(command)
+            # bwrap --die-with-parent: killing the group below ends everything inside the box
+            argv = wrap.inner(run.argv)
+            argv = sandbox.bwrap_argv(box, argv) if box is not None else argv
+            proc = subprocess.Popen(
+                wrap.outer(argv),
+                cwd=worktree,
+                env=_env(box),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except (ValueError, OSError) as exc:  # unparseable quoting, command not found
+            run.error = str(exc)
+            return run
+        assert proc.stdout is not None and proc.stderr is not None
+        with proc.stdout, proc.stderr:
+            left = started + timeout_s - time.monotonic()
+            if not drain_and_wait(proc, {proc.stdout: out, proc.stderr: err}, left):
+                # The whole process group: a test runner's children must not outlive the check.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                drain({proc.stdout: out, proc.stderr: err}, time.monotonic() + 5)
+                run.timed_out, run.error = True, f"killed after {timeout_s:g}s"
+        code = proc.wait()
+    run.exit_code = None if run.timed_out else code
     run.duration_s = round(time.monotonic() - started, 3)
-    run.stdout_tail, run.stderr_tail = out[-TAIL_CHARS:], err[-TAIL_CHARS:]
+    run.stdout_tail, run.stderr_tail = out.text()[-TAIL_CHARS:], err.text()[-TAIL_CHARS:]
+    run.stdout_bytes, run.stderr_bytes = out.total, err.total
     return run
 
 
@@ -304,7 +334,7 @@ def run_acceptance(
             )
             view = dataclasses.replace(view, mounted=((tree, worktree),))
             where = worktree  # the box's cwd: the tree, mounted there
-        runs = [_run_check(command, where, timeout_s, view) for command in checks]
+        runs = [_run_check(command, where, timeout_s, view, settings.limits) for command in checks]
     after = snapshot(worktree, excluded=excluded)
     reason = _verdict(runs, after[:2] != (head, digest))
     guard = guard_verdict(worktree, base_sha, checks, approved) if base_sha else None

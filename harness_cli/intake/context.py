@@ -54,6 +54,8 @@ class Tally:
     """Admin commands and replies older than this HARNESS_HOME's install: not executed."""
     channel_errors: list[str] = field(default_factory=list)
     threads_polled: int = 0
+    folded: list[str] = field(default_factory=list)
+    """Tickets past the intake rate, attached to their burst's flood case (``intake/flood``)."""
 
 
 @dataclass
@@ -160,8 +162,10 @@ class Intake:
         ):
             self.tally.held_back.append(f"{workflow} {case_id}")
             return False
-        if not dispatch.dispatch(payload, backend=self.backend).duplicate:
-            self.tally.dispatched.append(f"{workflow} {case_id}")
+        done = dispatch.dispatch(payload, backend=self.backend)
+        if not done.duplicate:
+            waits = " (waits for a free workflow slot)" if done.detail == dispatch.WAITING else ""
+            self.tally.dispatched.append(f"{workflow} {case_id}{waits}")
         return True
 
     def trigger(self, user: str | None = None) -> dispatch.Trigger:

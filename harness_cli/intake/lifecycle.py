@@ -65,11 +65,15 @@ class Lifecycle:
         self, channel: str, found: Iterable[Message], *, kind: Kind, thread: str = ""
     ) -> list[tuple[str, InFlight]]:
         """Record what is new in ``found`` as seen, under our lease (one write, only if any)."""
-        offered = [
-            dedup.Incoming(dedup.message_key(channel, str(m["ts"])), kind, thread, dict(m))
-            for m in found
-            if "ts" in m
-        ]
+        # Oldest first (Slack lists newest first): tickets open, and dispatch, in their order.
+        offered = sorted(
+            (
+                dedup.Incoming(dedup.message_key(channel, str(m["ts"])), kind, thread, dict(m))
+                for m in found
+                if "ts" in m
+            ),
+            key=lambda o: dedup.split_key(o.key)[1],
+        )
         lease = self.t.intake_lease_seconds
         inflight, parked = self.snapshot.inflight, self.snapshot.parked
         offered = [

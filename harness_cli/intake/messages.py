@@ -15,7 +15,7 @@ from harness_cli import dispatch
 from harness_cli.config import all_jira_prefixes, extract_jira_key, resolve_project
 from harness_cli.errors import ServiceError
 from harness_cli.faults import crash_point
-from harness_cli.intake import admin, case_thread
+from harness_cli.intake import admin, case_thread, flood
 from harness_cli.intake.admin_parser import is_admin_text
 from harness_cli.intake.context import BudgetExhausted, Intake
 from harness_cli.logs import event
@@ -74,7 +74,8 @@ def top_level(ctx: Intake, channel: str, message: Message) -> None:
     if channel not in project_of:
         ctx.tally.ignored.append(f"{channel}/{ts}: not a support channel")
         return
-    open_ticket(ctx, channel, message, trigger_kind="new_ticket")
+    if flood.admit(ctx, channel, message):  # past the intake rate: folded, one case, one DM
+        open_ticket(ctx, channel, message, trigger_kind="new_ticket")
 
 
 def open_ticket(

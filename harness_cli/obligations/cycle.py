@@ -24,6 +24,7 @@ def tend(
     cfg: Config, out: Outbound | None, *, backend: Backend, gitlab: GitLab | None = None
 ) -> list[str]:
     """Returns lines for the cycle's result."""
+    from harness_cli import dispatch
     from harness_cli.obligations import adopt, flush, journal, ledger, unbegun
 
     lines: list[str] = []
@@ -41,6 +42,10 @@ def tend(
         lines += unbegun.unbegun_payloads(cfg, out, backend=backend)
     except HarnessError as exc:
         event(log, "unbegun_payloads_failed", logging.WARNING, error=exc.line())
+    try:
+        lines += dispatch.start_waiting(backend)  # runs waiting for a slot a dead run freed
+    except HarnessError as exc:
+        event(log, "start_waiting_failed", logging.WARNING, error=exc.line())
     ledger.prune_done(limits.outbox_keep_done_days)
     journal.prune(limits.outbox_keep_done_days)
     return lines

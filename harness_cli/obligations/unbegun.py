@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness_cli import dispatch, paths
+from harness_cli import dispatch, paths, run_slots
 from harness_cli.config import Config
 from harness_cli.errors import HarnessError, LockHeld
 from harness_cli.logs import event
@@ -90,6 +90,8 @@ def unbegun_payloads(cfg: Config, out: Outbound | None, *, backend: dispatch.Bac
             continue
         if age < grace or age > ADOPT_WITHIN_S or _marker(path, "settled").exists():
             continue
+        if run_slots.waiting(path):
+            continue  # waiting for a workflow slot: its turn comes (run_slots.pump)
         try:
             payload = dispatch.load_payload(path)
         except HarnessError:

@@ -291,5 +291,25 @@ def agent_sandbox() -> Check:
     )
 
 
-LOCAL_CHECKS: list[Callable[[], Check | list[Check]]] = [git_identity, schedule, agent_sandbox]
+def agent_limits() -> list[Check]:
+    """The box's limits (processes, memory, CPU time, file size) can be applied on this
+    machine for the configured runtime (#28 R11): one line each, with the fix."""
+    from harness_cli.agents import limits
+    from harness_cli.agents.factory import runtime_name
+    from harness_cli.config import load_config
+
+    try:
+        cfg = load_config()
+        runtime, settings = runtime_name(cfg.harness.runtime), cfg.harness.sandbox.limits
+    except HarnessError:
+        runtime, settings = runtime_name(), limits.LimitSettings()
+    return [Check(f.name, f.status, f.detail, f.fix) for f in limits.diagnose(settings, runtime)]
+
+
+LOCAL_CHECKS: list[Callable[[], Check | list[Check]]] = [
+    git_identity,
+    schedule,
+    agent_sandbox,
+    agent_limits,
+]
 """The machine's offline checks, in the order ``harness doctor`` prints them."""

@@ -16,10 +16,12 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness_cli.bounded import Bounded, drain
 from harness_cli.errors import ServiceError
 from harness_cli.logs import redact
 from harness_cli.services import git_guard
@@ -79,6 +81,33 @@ class Git:
         environment and failures as :meth:`run`."""
         proc = self._exec(args, input=stdin, binary=True)
         return proc.stdout if isinstance(proc.stdout, bytes) else proc.stdout.encode()
+
+    def stream(self, *args: str, into: Bounded) -> None:
+        """Run ``git <args>`` and feed its stdout to ``into`` chunk by chunk, never holding it
+        whole (a diff of whatever size the agent's change has, #28 R10); same hardened
+        environment as :meth:`run`, raising on failure or after ``timeout``."""
+        full = {**git_guard.env(), **self._pinned(self.repo_dir)}
+        errors = Bounded(0, 4000)
+        try:
+            proc = subprocess.Popen(
+                ["git", *git_guard.neutral_args(), *args], cwd=self.repo_dir, env=full,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
+        except OSError as exc:
+            raise ServiceError(
+                redact(f"git {_verb(args)} failed in {self.repo_dir}: {exc}")
+            ) from None
+        assert proc.stdout is not None and proc.stderr is not None
+        with proc.stdout, proc.stderr:
+            done = drain({proc.stdout: into, proc.stderr: errors}, time.monotonic() + self.timeout)
+        if not done:
+            proc.kill()
+        code = proc.wait()
+        if not done or code != 0:
+            detail = "timed out" if not done else errors.text().strip()[-300:]
+            raise ServiceError(
+                redact(f"git {_verb(args)} failed in {self.repo_dir} (exit {code}): {detail}")
+            )
 
     def _exec(
         self,

@@ -14,11 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from harness_cli.bounded import CHUNK, Bounded
 from harness_cli.errors import ConfigError, ServiceError
 from harness_cli.redaction import redact, redact_value
 from harness_cli.services.gitlab_guard import Bounds, guard
 
 T = TypeVar("T")
+TRACE_HEAD_BYTES = 256 << 10
+TRACE_TAIL_BYTES = 4 << 20
+"""What is kept of a CI job's log: its start and, larger, its end (where a failure says why)."""
 
 QUICK_ACTION = re.compile(r"^(?=/[A-Za-z])", re.MULTILINE)
 """A line GitLab would run as a quick action (``/approve``, ``/merge``, ``/label ~x``…) — as the
@@ -373,8 +377,11 @@ class LiveGitLab:
     def job_trace(self, project: str, job_id: int) -> str:
         job = self._project(project).jobs.get(job_id, lazy=True)
         self.calls += 1
-        raw = self._guard(job.trace)
-        return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        # A job's log is what the agent's code printed (#28 R10): streamed, its head and its
+        # tail kept, never read whole.
+        kept = Bounded(TRACE_HEAD_BYTES, TRACE_TAIL_BYTES)
+        self._guard(lambda: job.trace(streamed=True, action=kept.feed, chunk_size=CHUNK))
+        return kept.text()
 
     # -- pipelines of the harness's own project (HARNESS_DISPATCH=gitlab-ci) -------------------
     def create_pipeline(self, project: str, ref: str, variables: dict[str, str]) -> dict[str, Any]:

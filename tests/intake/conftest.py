@@ -22,6 +22,13 @@ def poll(cli, *, ok: bool = True) -> dict[str, Any]:  # type: ignore[no-untyped-
     return data
 
 
+def no_intake_rate(config: Path) -> None:
+    """Flood control off (#28 R13): these tests send one customer's tickets by the dozen to
+    prove something else (exactly once, under kills and races)."""
+    path = config / "harness.yaml"
+    path.write_text(path.read_text() + "intake_rate: {per_user: null, per_channel: null}\n")
+
+
 def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """``harness ARGS`` as its own process (the environment the test set up, plus ``env``)."""
     return subprocess.Popen(

@@ -17,7 +17,7 @@ import pytest
 from harness_cli.faults import ENV
 from harness_cli.sandbox.httpbase import Fault
 from harness_cli.services.git import Git
-from tests.intake.conftest import assert_exactly_once, poll, spawn
+from tests.intake.conftest import assert_exactly_once, no_intake_rate, poll, spawn
 
 
 @pytest.fixture
@@ -28,6 +28,7 @@ def remote(cli, config_dir: Path, tmp_path: Path) -> Path:  # type: ignore[no-un
     Git(bare).run("init", "-q", "--bare", "--initial-branch=main")
     code, _, err = cli("init", "--remote", f"file://{bare}")
     assert code == 0, err
+    no_intake_rate(config_dir)
     return bare
 
 
@@ -122,6 +123,7 @@ def test_sigkill_of_listen_at_each_write_step_is_repaired_by_the_next_poll(
     monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1-A0HARNESS-0000-test")
+    no_intake_rate(harness_ready)
     poll(cli)  # the cursors exist: the poller reads only what is new from here on
     tickets: list[dict[str, Any]] = []
     for step in LISTEN_STEPS:

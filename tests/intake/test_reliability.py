@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from tests.conftest import payloads
+from tests.intake.conftest import no_intake_rate
 
 CHANNELS = ["C0SUPPORT", "C0SUPPORT2", "C0SUPPORT3"]
 
 
 @pytest.fixture
 def three_channels(slack_emu, harness_ready: Path) -> Any:  # type: ignore[no-untyped-def]
+    no_intake_rate(harness_ready)
     projects = harness_ready / "projects.yaml"
     text = projects.read_text().replace(
         'slack_channels: ["C0SUPPORT"]', 'slack_channels: ["C0SUPPORT", "C0SUPPORT2"]'
@@ -122,6 +124,7 @@ def test_poller_and_listener_racing_dispatch_each_message_once(
     from harness_cli.intake.listener import listen
 
     monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1-A0HARNESS-0000-test")
+    no_intake_rate(harness_ready)
     stop = threading.Event()
     listener = threading.Thread(
         target=listen,

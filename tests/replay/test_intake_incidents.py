@@ -48,8 +48,8 @@ def test_dead_thread_storm_evicted_threads_cost_zero_calls_in_later_cycles(
     """Before the fix a cycle made 12 retries for hours; after it, none. (Slack also answers
     thread_not_found for a thread it does not show yet, so a young thread is evicted only once
     the answer repeats across ``thread_gone_confirmations`` cycles.)"""
-    for i in range(12):
-        slack_emu.post_as("C0SUPPORT", "U0CUSTOMER", f"ticket {i}")
+    for i in range(12):  # twelve customers: one would be folded by flood control (#28 R13)
+        slack_emu.post_as("C0SUPPORT", f"U0CUSTOMER{i}", f"ticket {i}")
     _poll(cli)
     tickets = [m for m in slack_emu.messages("C0SUPPORT") if not m.get("thread_ts")]
     for msg in tickets:
