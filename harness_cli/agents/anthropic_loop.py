@@ -94,6 +94,7 @@ class AnthropicRuntime:
         sessions_dir: Path | None = None,
         prompt_cache: bool | None = None,
         sandbox_settings: sandbox.SandboxSettings | None = None,
+        worktrees: Path | None = None,
         tool_result_chars: int | None = None,
     ) -> None:
         """``client_factory`` builds a fresh ``anthropic.Anthropic`` per run (default: from the
@@ -111,6 +112,8 @@ class AnthropicRuntime:
             prompt_cache = os.environ.get(PROMPT_CACHE_ENV, "1") != "0"
         self.prompt_cache = prompt_cache
         self.sandbox = sandbox_settings or sandbox.SandboxSettings()
+        self.worktrees = worktrees or policy.default_worktrees()
+        """Where the cases' worktrees live: outside every run's box."""
         self.tool_result_chars = tool_result_chars or InputBounds().tool_result_chars
         """One tool result's size in the next request (``inputs.tool_result_chars``)."""
 
@@ -130,6 +133,7 @@ class AnthropicRuntime:
                     home,
                     network=bool(req.network),
                     extra_toolchain=self.sandbox.toolchain,
+                    worktrees=self.worktrees,
                 )
             readable = policy.readable_roots(req)
             ctx = tools.ToolContext(

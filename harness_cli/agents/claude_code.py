@@ -71,13 +71,16 @@ class ClaudeCodeRuntime:
         binary: Path | None = None,
         env: Mapping[str, str] | None = None,
         sandbox_settings: sandbox.SandboxSettings | None = None,
+        worktrees: Path | None = None,
     ) -> None:
         """``binary`` defaults to ``find_claude()``; ``env`` is added to the CLI's own small
-        environment (``environment()``); ``sandbox_settings``: harness.yaml's ``sandbox:``."""
+        environment (``environment()``); ``sandbox_settings``: harness.yaml's ``sandbox:``;
+        ``worktrees``: where the cases' worktrees live (outside every run)."""
         self.model = model
         self.binary = binary
         self.env = dict(env or {})
         self.sandbox = sandbox_settings or sandbox.SandboxSettings()
+        self.worktrees = worktrees or policy.default_worktrees()
 
     def run(self, req: RunRequest) -> RunResult:
         binary = self.binary or find_claude()
@@ -115,6 +118,7 @@ class ClaudeCodeRuntime:
                 policy.readable_roots(req),
                 folder / "home",
                 extra_toolchain=self.sandbox.toolchain,
+                worktrees=self.worktrees,
             )
             data = sandbox.claude_settings(view, req.network, helper)
         path = folder / "settings.json"
@@ -186,8 +190,7 @@ class ClaudeCodeRuntime:
             args += ["--settings", str(settings)]
         return args
 
-    @staticmethod
-    def deny_rules(req: RunRequest, settings: Path | None = None) -> list[str]:
+    def deny_rules(self, req: RunRequest, settings: Path | None = None) -> list[str]:
         """Read-only ``read_roots``, the folders outside every role, the run's private folder
         (the key file): permission rules the CLI applies to its tools and its sandbox alike."""
         own = policy.readable_roots(req)
@@ -201,7 +204,7 @@ class ClaudeCodeRuntime:
         ]
         deny += [
             f"Read({_rule_path(f)}/**)"
-            for f in policy.forbidden_roots()
+            for f in policy.forbidden_roots(self.worktrees)
             if not any(r.is_relative_to(f) or f.is_relative_to(r) for r in own)
         ]
         if settings is not None:

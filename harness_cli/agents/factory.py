@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness_cli.agents.runtime import Runtime
@@ -46,11 +47,13 @@ def build_runtime(
     model: str | None = None,
     sandbox: SandboxSettings | None = None,
     inputs: InputBounds | None = None,
+    worktrees: Path | None = None,
 ) -> Runtime:
     """The runtime called ``name`` (default: ``runtime_name()``). Neither the claude binary
     nor the anthropic SDK is touched here: each is looked up or imported when a run starts.
     ``sandbox``: harness.yaml's ``sandbox:`` (default: required); ``inputs``: its ``inputs:``
-    bounds (the size of one tool result in the next request)."""
+    bounds (the size of one tool result in the next request); ``worktrees``: the
+    configured worktrees' folder, outside every run."""
     from harness_cli import dryrun
 
     if dryrun.ACTIVE is not None:  # --dry-run: the first model call ends the run
@@ -59,13 +62,14 @@ def build_runtime(
     if chosen == "claude-code":
         from harness_cli.agents.claude_code import ClaudeCodeRuntime
 
-        return ClaudeCodeRuntime(model=model, sandbox_settings=sandbox)
+        return ClaudeCodeRuntime(model=model, sandbox_settings=sandbox, worktrees=worktrees)
     if chosen == "anthropic":
         from harness_cli.agents.anthropic_loop import DEFAULT_MODEL, AnthropicRuntime
 
         return AnthropicRuntime(
             model=model or DEFAULT_MODEL,
             sandbox_settings=sandbox,
+            worktrees=worktrees,
             tool_result_chars=(inputs or InputBounds()).tool_result_chars,
         )
     raise ConfigError(
@@ -85,6 +89,7 @@ def configured_runtime(cfg: Config) -> Runtime:
         model=cfg.harness.model,
         sandbox=cfg.harness.sandbox,
         inputs=cfg.harness.inputs,
+        worktrees=cfg.harness.delivery.root(),
     )
     # Every workflow's runtime comes from here: the one place each model call is metered
     # and each budget checked (harness_cli/cost).

@@ -122,16 +122,15 @@ def readable_roots(req: RunRequest) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(Path(os.path.realpath(r)) for r in roots))
 
 
-def forbidden_roots() -> tuple[Path, ...]:
+def forbidden_roots(worktrees: Path) -> tuple[Path, ...]:
     """Outside every role, whatever a caller passes: the harness's own state and config, the
     env file with the tokens, the workspace (other cases), the worktrees (other cases' code and
     the mirrors) and the operator's keys. A run's own roots may lie inside one of them (a case
     folder in the workspace); everything else there stays refused. The claude CLI's config
     folder too: it holds the transcripts of every case's runs (and the operator's own). And
     the workspace's ``control/`` by name (#28 R4): the harness's decisions, which a case
-    folder's run must not even read as if they were its own."""
-    from harness_cli.delivery.thresholds import DeliveryThresholds
-
+    folder's run must not even read as if they were its own. ``worktrees``: where this
+    harness keeps them (the configured ``delivery.worktree_root``, #29), never a default."""
     home = Path.home()
     claude = os.environ.get("CLAUDE_CONFIG_DIR")
     found = [
@@ -140,7 +139,7 @@ def forbidden_roots() -> tuple[Path, ...]:
         paths.config_dir(),
         paths.workspace(),
         paths.control_root(),
-        DeliveryThresholds().root(),
+        worktrees,
         home / ".ssh",
         home / ".netrc",
         home / ".git-credentials",
@@ -150,6 +149,15 @@ def forbidden_roots() -> tuple[Path, ...]:
         Path(claude).expanduser() if claude else home / ".claude",
     ]
     return tuple(dict.fromkeys(Path(os.path.realpath(p)) for p in found))
+
+
+def default_worktrees() -> Path:
+    """The worktrees' folder of a runtime built without a config (tests, the eval's own
+    runs): ``HARNESS_WORKTREES`` or the default ``delivery.worktree_root``. A workflow's runtime
+    is given the configured one (``factory.configured_runtime``)."""
+    from harness_cli.delivery.thresholds import DeliveryThresholds
+
+    return DeliveryThresholds().root()
 
 
 def is_readable(path: Path, roots: tuple[Path, ...]) -> bool:

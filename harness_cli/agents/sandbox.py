@@ -83,7 +83,7 @@ class View:
     worktree's path (bubblewrap only)."""
 
 
-def toolchain(extra: Sequence[str] = ()) -> tuple[Path, ...]:
+def toolchain(extra: Sequence[str] = (), *, worktrees: Path) -> tuple[Path, ...]:
     """The read-only folders commands need: the system's, the interpreters on PATH (a PATH
     entry ``…/bin`` or ``…/shims`` brings its prefix), the harness's Python and ``extra``.
     Never one that holds a forbidden folder or the home itself, nor one inside them."""
@@ -95,7 +95,7 @@ def toolchain(extra: Sequence[str] = ()) -> tuple[Path, ...]:
             folder = Path(entry)
             candidates.append(folder.parent if folder.name in ("bin", "sbin", "shims") else folder)
     candidates += [Path(p).expanduser() for p in extra]
-    forbidden = policy.forbidden_roots()
+    forbidden = policy.forbidden_roots(worktrees)
     home = Path(os.path.realpath(Path.home()))
     kept: list[Path] = []
     for candidate in candidates:
@@ -184,8 +184,11 @@ def view_for(
     *,
     network: bool = False,
     extra_toolchain: Sequence[str] = (),
+    worktrees: Path | None = None,
 ) -> View:
-    """The view of a run in ``cwd`` that may change ``writable`` and read ``readable``."""
+    """The view of a run in ``cwd`` that may change ``writable`` and read ``readable``;
+    ``worktrees``: the configured worktrees' folder (default: ``policy.default_worktrees()``),
+    which no toolchain folder may show."""
     rw: list[Path] = [Path(p) for p in writable]
     pinned: list[Path] = []
     ro: list[Path] = [Path(p) for p in readable]
@@ -201,7 +204,7 @@ def view_for(
         pinned=tuple(dict.fromkeys(pinned)),
         home=home,
         network=network,
-        toolchain=toolchain(extra_toolchain),
+        toolchain=toolchain(extra_toolchain, worktrees=worktrees or policy.default_worktrees()),
     )
 
 

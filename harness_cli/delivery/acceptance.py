@@ -309,12 +309,14 @@ def run_acceptance(
     base_sha: str | None = None,
     approved: Collection[str] = (),
     box: SandboxSettings | None = None,
+    worktrees: Path | None = None,
 ) -> AcceptanceRecord:
     """Run every check in ``worktree`` (each up to ``timeout_s``), record the result durably in
     ``<case_dir>/acceptance/`` and return it. Every check runs even after one fails, so the
     record shows the whole picture. ``base_sha``: fail closed when the change edits what the
     checks run, unless ``approved`` holds the digest of exactly that change. ``box``: the
-    harness.yaml ``sandbox:`` settings the checks run under (default: boxed, failing closed)."""
+    harness.yaml ``sandbox:`` settings the checks run under (default: boxed, failing closed);
+    ``worktrees``: the configured worktrees' folder, out of the checks' sight."""
     worktree = Path(worktree).resolve()
     case_dir = Path(case_dir)
     excluded: list[str] = []
@@ -330,7 +332,12 @@ def run_acceptance(
         view, where = None, tree
         if checks and sandbox.required_box("anthropic", settings, "acceptance"):
             view = sandbox.view_for(
-                worktree, [], [], folder / "home", extra_toolchain=settings.toolchain
+                worktree,
+                [],
+                [],
+                folder / "home",
+                extra_toolchain=settings.toolchain,
+                worktrees=worktrees,
             )
             view = dataclasses.replace(view, mounted=((tree, worktree),))
             where = worktree  # the box's cwd: the tree, mounted there

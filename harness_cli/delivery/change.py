@@ -91,6 +91,7 @@ def change_push_and_mr(
         change.record = acceptance.run_acceptance(
             wt.path, work.checks(), work.case_dir, base_sha=wt.base_sha,
             approved=check_guard.approved_digests(work.case_dir), box=work.cfg.harness.sandbox,
+        worktrees=work.cfg.harness.delivery.root(),
         )  # fmt: skip
         _session_checks(change.record)
         if change.record.passed:

@@ -81,6 +81,7 @@ def _resubmit(work: Work, wt: Worktree) -> dict[str, Any] | None:
     record = acceptance.run_acceptance(
         wt.path, work.checks(), work.case_dir, base_sha=wt.base_sha,
         approved=check_guard.approved_digests(work.case_dir), box=work.cfg.harness.sandbox,
+        worktrees=work.cfg.harness.delivery.root(),
     )  # fmt: skip
     done = mr.submit_mr(
         work.gitlab, project=project, source_branch=wt.branch, target_branch=wt.base_branch,

@@ -125,6 +125,7 @@ def accept_checks(
     rerun = acceptance.run_acceptance(
         wt.path, [c.command for c in record.checks], folder, base_sha=wt.base_sha,
         approved=check_guard.approved_digests(folder), box=cfg.harness.sandbox,
+        worktrees=cfg.harness.delivery.root(),
     )  # fmt: skip
     gitlab = factory.gitlab()
     key, entry = next((k, e) for k, e in opened if e.project == wt.project)

@@ -8,6 +8,7 @@ of the secrets may reach the model (its request log) or any file."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -172,3 +173,42 @@ def test_secrets_left_in_the_worktree_never_leave_with_a_push(
     # the run's one outcome message (a post, or the edit of the case thread's status message)
     said = posts + [r.body.decode("utf-8", "replace") for r in box.slack.recorded("chat.update")]
     assert any(".env" in p and "Not committed" in p for p in said), said
+
+
+@pytest.mark.parametrize("runtime", BOTH)
+def test_a_configured_worktree_root_stays_out_of_reach_without_the_environment_variable(
+    cli: Any,
+    box: Sandbox,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    runtime: str,
+) -> None:
+    """#29: the folders outside every role came from the default `delivery:` settings, so with
+    `delivery.worktree_root` under a toolchain prefix (~/.local/share/…, ~/.local/bin on PATH)
+    and no HARNESS_WORKTREES (a run typed at a shell), the box showed other cases' code."""
+    import yaml
+
+    home = tmp_path / "user-home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    monkeypatch.setenv("PATH", f"{home / '.local' / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.delenv("HARNESS_WORKTREES")
+    root = home / ".local" / "share" / "harness" / "worktrees"
+    other = root / "case-AAA-100-1"
+    other.mkdir(parents=True)
+    secret = "NEIGHBOUR-WORKTREE-7d41c2"
+    (other / "settings.py").write_text(f"KEY = '{secret}'\n")
+    assert cli("init")[0] == 0
+    harness_yaml = tmp_path / "agent-config" / "harness.yaml"
+    data = yaml.safe_load(harness_yaml.read_text())
+    data.setdefault("delivery", {})["worktree_root"] = str(root)
+    harness_yaml.write_text(yaml.safe_dump(data, sort_keys=False))
+    approved_case(cli, "AAA-101")
+    box.anthropic.load_script("dev_peek", {"other_file": str(other / "settings.py")})
+
+    assert cli("admin", "task AAA-101 --auto")[0] == 0
+    cli("dev-agent", "AAA-101", "--mode", "task", "--auto", "--json")
+
+    log = model_log(box)
+    assert "== done" in log, log[-2000:]  # the shell ran
+    assert next(root.glob("case-AAA-101-*")).is_dir()  # its own worktree is where configured
+    assert secret not in log

@@ -70,13 +70,13 @@ def _requests(case: Path) -> dict[str, RunRequest]:
 
 def test_no_role_in_a_case_folder_may_write_or_read_the_control_folder(case: Path) -> None:
     root = Path(os.path.realpath(paths.control_root()))
-    assert root in policy.forbidden_roots()
+    assert root in policy.forbidden_roots(policy.default_worktrees())
     for role, req in _requests(case).items():
         writable = Path(os.path.realpath(req.allowed_root))
         assert not root.is_relative_to(writable) and not writable.is_relative_to(root), role
         assert not any(r.is_relative_to(root) for r in policy.readable_roots(req)), role
         # the claude CLI is told so in a deny rule, whatever else it may read
-        assert f"Read(/{root}/**)" in ClaudeCodeRuntime.deny_rules(req), role
+        assert f"Read(/{root}/**)" in ClaudeCodeRuntime().deny_rules(req), role
         offered = set(policy.offered_tools(req))
         if role in ("followup", "gap-analyzer", "consolidator", "adversarial-reviewer",
                     "red-team"):  # fmt: skip
