@@ -70,9 +70,11 @@ def state_file() -> JsonFile[PipelinesState]:
 
 
 def _client() -> Any:
-    from harness_cli.services.gitlab import GitLabSettings, LiveGitLab
+    """The harness's GitLab as the factory builds it: during ``--dry-run`` its pipeline writes
+    are recorded, not made."""
+    from harness_cli.services import factory
 
-    return LiveGitLab(GitLabSettings.from_env())
+    return factory.gitlab()
 
 
 def _settings() -> tuple[CiDispatchSettings, str]:
@@ -140,13 +142,13 @@ def _refresh(gl: Any, project: str, state: PipelinesState) -> list[Tracked]:
     return ended
 
 
-def poll() -> list[str]:
-    """One look at our pipelines: release the sessions of failed or stuck jobs, start queued
-    payloads as slots free. Returns what it did, one line each."""
+def poll(gl: Any) -> list[str]:
+    """One look at our pipelines through ``gl`` (the cycle's GitLab, a recording one in a dry
+    run): release the sessions of failed or stuck jobs, start queued payloads as slots free.
+    Returns what it did, one line each."""
     if not state_file().path.exists():
         return []
     settings, project = _settings()
-    gl = _client()
     said: list[str] = []
     with state_file().update() as state:
         ended = _refresh(gl, project, state)

@@ -221,6 +221,13 @@ class RecordingGitLab:
     def resolve(self, project: str, iid: int, discussion_id: str) -> None:
         self._plan.add(f"would resolve a thread on {project}!{iid}")
 
+    def cancel_pipeline(self, project: str, pipeline: int) -> None:
+        self._plan.add(f"would cancel pipeline {pipeline} of {project}")
+
+    def create_pipeline(self, project: str, ref: str, variables: dict[str, str]) -> Any:
+        self._plan.add(f"would start a pipeline of {project} on {ref}")
+        raise Stopped("the pipeline")
+
 
 class StoppingRuntime:
     """The model runtime of a dry run: the first call ends the run."""

@@ -257,8 +257,9 @@ class Git:
     def has_remote(self, name: str = "origin") -> bool:
         return name in self.run("remote").split()
 
-    def remote_url(self, name: str = "origin") -> str | None:
-        proc = self._exec(["remote", "get-url", name], check=False)
+    def remote_url(self, name: str = "origin", *, push: bool = False) -> str | None:
+        """``name``'s URL (``push``: where a push goes, which a dry run's copy points away)."""
+        proc = self._exec(["remote", "get-url", *(["--push"] if push else []), name], check=False)
         return proc.stdout.strip() if proc.returncode == 0 else None
 
     def add_remote(self, name: str, url: str) -> None:

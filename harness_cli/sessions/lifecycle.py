@@ -50,13 +50,15 @@ def machine_id() -> str:
 
 
 def remote_url() -> str:
-    """The workspace remote (``origin`` of the workspace), else a local stand-in."""
+    """Where the workspace pushes (``origin`` of the workspace), else a local stand-in: the
+    board pushes its reservations there, so a dry run's copy, whose pushes go to a sink, never
+    moves a real reservation (#29)."""
     from harness_cli.services.git import Git
 
     workspace = paths.workspace()
     if (workspace / ".git").exists():
         try:
-            url = Git(workspace).remote_url("origin")
+            url = Git(workspace).remote_url("origin", push=True)
         except ServiceError:
             url = None
         if url:

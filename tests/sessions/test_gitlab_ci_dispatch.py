@@ -201,6 +201,13 @@ def test_a_job_stuck_past_its_limit_is_canceled_released_and_told_once(
     later = (datetime.now().astimezone() + timedelta(minutes=121)).isoformat()
     monkeypatch.setenv("HARNESS_NOW", later)  # past stuck_minutes (120)
     dms_before = len(box.slack.messages("D0SELF"))
+    # #29: a dry run of that cycle says what it would do and touches no pipeline
+    code, out, err = cli("mr-monitor", "--dry-run", "--json")
+    assert code == 0, err
+    assert f"would cancel pipeline {pipeline['id']}" in err, err
+    [same] = [p for p in box.gitlab.snapshot()["pipelines"] if p["project"] == "acme/harness"]
+    assert same["status"] == "running"
+    assert len(box.slack.messages("D0SELF")) == dms_before
     code, out, err = cli("mr-monitor", "--json")
     assert code == 0, err
     assert f"pipeline {pipeline['id']} (investigate AAA-101) stuck: released 1 session(s)" in out
