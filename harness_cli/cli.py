@@ -18,10 +18,10 @@ from harness_cli.output import OPTIONS
 
 @dataclass(frozen=True)
 class Entry:
-    """One row of the subcommand table: module under ``harness_cli.commands`` (None = not built
-    yet) and the one-line help shown by ``harness --help``."""
+    """One row of the subcommand table: module under ``harness_cli.commands`` and the one-line
+    help shown by ``harness --help``."""
 
-    module: str | None
+    module: str
     help: str
 
 
@@ -111,10 +111,7 @@ DRY_RUN_HELP = (
 
 def _usage() -> str:
     width = max(len(name) for name in COMMANDS) + 2
-    rows = "\n".join(
-        f"  {name:<{width}}{entry.help}{'' if entry.module else '  [not built yet]'}"
-        for name, entry in COMMANDS.items()
-    )
+    rows = "\n".join(f"  {name:<{width}}{entry.help}" for name, entry in COMMANDS.items())
     return (
         "Usage: harness [--json] [-v] COMMAND [ARGS]...\n\n"
         "harness — Slack tickets in, investigated and merged GitLab MRs out.\n\n"
@@ -210,8 +207,6 @@ def _generic_dry_run(name: str, args: list[str]) -> bool:
 
 def _run_command(name: str, args: list[str]) -> int:
     entry = COMMANDS[name]
-    if entry.module is None:
-        return _run_not_built(name, args)
     if _generic_dry_run(name, args):
         args.remove("--dry-run")
         return _dry_run(name, args)
@@ -227,7 +222,6 @@ def _dry_run(name: str, args: list[str]) -> int:
     from harness_cli import dryrun
 
     module = COMMANDS[name].module
-    assert module is not None
     with dryrun.shadow() as plan:
         try:
             code = _invoke(name, module, args)
@@ -256,27 +250,6 @@ def _invoke(name: str, module_name: str, args: list[str]) -> int:
             return errors.EXIT_OK
         return code if isinstance(code, int) else errors.EXIT_FAILED
     return errors.EXIT_OK
-
-
-def _run_not_built(name: str, args: list[str]) -> int:
-    """Stands in for a capability a later issue builds. A workflow stub still goes through the
-    shared workflow path (payload validation, the per-case lock) before saying so."""
-    if "-h" in args or "--help" in args:
-        extra = " [CASE] [--payload FILE]" if name in WORKFLOWS else " [ARGS]..."
-        sys.stdout.write(
-            f"Usage: harness {name}{extra}\n\n{COMMANDS[name].help}\n\nNot built yet.\n"
-        )
-        return errors.EXIT_OK
-    if name in WORKFLOWS:
-        from harness_cli.commands import _workflow
-
-        payload = args[args.index("--payload") + 1] if "--payload" in args[:-1] else None
-        case_arg = next((a for a in args if not a.startswith("-") and a != payload), None)
-        with _workflow.running(_workflow.resolve(name, case_arg, payload)):
-            pass
-    raise errors.NotBuilt(
-        f"{name} is not built yet", hint="see the open issues for the capability that provides it"
-    )
 
 
 def _log_end(command: str, code: int, kind: str, line: str) -> None:

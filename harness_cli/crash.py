@@ -31,7 +31,7 @@ def report(exc: BaseException, *, argv: list[str], verbose: bool) -> int:
         f"python: {sys.version.split()[0]} ({platform.platform()})",
         *(
             f"{d}: {_version(d)}"
-            for d in ("typer", "pydantic", "slack-sdk", "python-gitlab", "anthropic", "GitPython")
+            for d in ("typer", "pydantic", "slack-sdk", "python-gitlab", "anthropic", "PyGithub")
         ),
         "",
         "```",

@@ -63,7 +63,3 @@ class PolicyRefused(HarnessError):
     """Refused by policy: paused, outside the allowlist, over a budget, reservation held."""
 
     exit_code = EXIT_REFUSED
-
-
-class NotBuilt(HarnessError):
-    """A subcommand whose capability has not been built yet."""

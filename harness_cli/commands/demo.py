@@ -15,7 +15,6 @@ app = new_app("One whole ticket on the sandbox, offline.")
 _MARK = {
     "done": "[green]✓[/green]",
     "failed": "[red]✗[/red]",
-    "not built": "[yellow]·[/yellow]",
     "waiting": "[dim]…[/dim]",
 }
 
@@ -83,9 +82,6 @@ def demo(
     result.messages.append(f"exit line: {s.get('exit', '-')}")
     if report.unsandboxed:
         result.messages.append(f"WARNING: {report.unsandboxed}")
-    not_built = [step.name for step in report.steps if step.status == "not built"]
-    if not_built:
-        result.messages.append("not built yet: " + ", ".join(not_built))
     result.messages.append(
         f"runtime {s.get('runtime')}; wall {report.wall_seconds:.1f}s, of which "
         f"{report.emulator_seconds:.1f}s inside the emulators (requests and CI jobs)"

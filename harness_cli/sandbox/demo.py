@@ -2,8 +2,8 @@
 
 Slack message → poll-slack → investigate → review → operator approval → dev-agent → mr-monitor
 (red CI → fix_ci → green; reviewer note → address_review) → merge → finalize. Each step runs the
-real subcommand in-process with the ``inline`` dispatcher; a step whose subcommand is not built
-yet is listed as such, and the steps that need it wait. Nothing here pretends to be a workflow.
+real subcommand in-process with the ``inline`` dispatcher; the steps that need a failed one
+wait. Nothing here pretends to be a workflow.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_cli.cli import COMMANDS, run
+from harness_cli.cli import run
 from harness_cli.sandbox.runner import Sandbox, environment
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
 
@@ -31,7 +31,7 @@ SELF_DM = "D0SELF"
 @dataclass
 class StepResult:
     name: str
-    status: str  # done | failed | not built | waiting
+    status: str  # done | failed | waiting
     detail: str = ""
     seconds: float = 0.0
 
@@ -48,7 +48,7 @@ class DemoReport:
 
     @property
     def ok(self) -> bool:
-        return all(s.status in ("done", "not built", "waiting") for s in self.steps)
+        return all(s.status in ("done", "waiting") for s in self.steps)
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,6 @@ class Step:
     command: str
     argv: Callable[[DemoContext], list[str]]
     needs: tuple[str, ...] = ()
-    fallback: tuple[str, Callable[[DemoContext], list[str]]] | None = None
-    """Used when ``command`` is not built: another real subcommand that does the same job by
-    hand (e.g. ``case new`` in place of poll-slack), so later steps still have a case."""
     already: tuple[str, ...] = ()
     """Case statuses meaning an earlier step's inline dispatch already ran this workflow (the
     inline dispatcher chains: poll-slack runs investigate itself)."""
@@ -169,21 +166,6 @@ STEPS: tuple[Step, ...] = (
         lambda c: ["poll-slack"],
         needs=("init",),
         expect=lambda c: c.case_opened(),
-        fallback=(
-            "case",
-            lambda c: [
-                "case",
-                "new",
-                "--project",
-                "team-a",
-                "--id",
-                TICKET_KEY,
-                "--title",
-                f"{TICKET_KEY}: bulk discount not applied at 10 units",
-                "--text",
-                str(c.root / "ticket.txt"),
-            ],
-        ),
     ),
     Step(
         "investigate",
@@ -372,18 +354,12 @@ def _run_step(step: Step, ctx: DemoContext, report: DemoReport) -> StepResult:
     missing = [n for n in step.needs if n not in done]
     if missing:
         return StepResult(step.name, "waiting", f"needs {', '.join(missing)}")
-    command, argv = step.command, step.argv(ctx)
+    argv = step.argv(ctx)
     world = step.before(ctx) if step.before is not None else ""
     if step.already and _case_status(ctx) in step.already:
         return StepResult(
             step.name, "done", f"dispatched inline by the step before (case is {_case_status(ctx)})"
         )
-    note = ""
-    if COMMANDS[command].module is None:
-        if step.fallback is None:
-            return StepResult(step.name, "not built", f"`harness {command}` is not built yet")
-        command, argv = step.fallback[0], step.fallback[1](ctx)
-        note = f" (`{step.command}` not built yet: by hand)"
     started = time.monotonic()
     # Each subcommand's own output goes to demo.log; the demo shows one line per step.
     with (
@@ -401,7 +377,7 @@ def _run_step(step: Step, ctx: DemoContext, report: DemoReport) -> StepResult:
     problem = step.expect(ctx) if step.expect is not None else ""
     if problem:
         return StepResult(step.name, "failed", f"{shown} {problem}", seconds)
-    return StepResult(step.name, "done", shown + note + (f" [{world}]" if world else ""), seconds)
+    return StepResult(step.name, "done", shown + (f" [{world}]" if world else ""), seconds)
 
 
 def _case_status(ctx: DemoContext) -> str:

@@ -87,29 +87,11 @@ def test_unknown_command_is_usage_error_with_suggestion(cli) -> None:  # type: i
     assert "did you mean 'poll-slack'" in err
 
 
-@pytest.fixture
-def unbuilt(monkeypatch: pytest.MonkeyPatch) -> str:
-    """A subcommand routed to the not-built stand-in (the routing seam is the only patch)."""
-    from harness_cli.cli import Entry
-
-    monkeypatch.setitem(COMMANDS, "gap-patterns", Entry(None, "Cluster gap reports."))
-    return "gap-patterns"
-
-
-def test_not_built_subcommand_exits_1_with_one_line(cli, unbuilt: str) -> None:  # type: ignore[no-untyped-def]
-    code, _, err = cli(unbuilt)
-    assert code == 1
-    assert err.strip().splitlines() == [
-        f"harness: {unbuilt} is not built yet — see the open issues for the capability "
-        "that provides it"
-    ]
-
-
-def test_json_flag_anywhere_gives_machine_output(cli, unbuilt: str) -> None:  # type: ignore[no-untyped-def]
-    code, out, _ = cli(unbuilt, "--json")
-    assert code == 1
+def test_json_flag_anywhere_gives_machine_output(cli) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = cli("investigate", "NOPE-1", "--json")
+    assert code == 2
     data = json.loads(out)
-    assert data["ok"] is False and data["error"] == "NotBuilt" and "not built" in data["message"]
+    assert data["ok"] is False and data["error"] == "ConfigError" and "init" in data["message"]
     code, out, _ = cli("case", "list", "--json")
     assert code == 0 and json.loads(out)["ok"] is True
 
