@@ -20,25 +20,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
+from harness_cli.ci_dispatch_settings import CiDispatchSettings
 from harness_cli.logs import event
 from harness_cli.state.store import JsonFile
 
 log = logging.getLogger("harness.dispatch")
 ACTIVE = ("created", "waiting_for_resource", "preparing", "pending", "running", "scheduled")
 ENDED_BADLY = ("failed", "canceled", "skipped")
-
-
-class CiDispatchSettings(BaseModel):
-    """``ci_dispatch:`` in harness.yaml."""
-
-    model_config = ConfigDict(extra="forbid")
-    project: str = ""
-    """The harness's own GitLab project whose CI runs the workflows ("": improvement.self_repo)."""
-    ref: str = "main"
-    max_concurrent: int = Field(4, ge=1)
-    """Our pipelines running at once; more wait in pipelines.json."""
-    stuck_minutes: float = Field(120.0, gt=0)
-    """A pipeline still pending or running after this long is canceled and its session freed."""
 
 
 class Tracked(BaseModel):

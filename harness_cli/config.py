@@ -27,7 +27,7 @@ from pydantic import (
 from harness_cli import paths
 from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.bounds import InputBounds
-from harness_cli.ci_dispatch import CiDispatchSettings
+from harness_cli.ci_dispatch_settings import CiDispatchSettings
 from harness_cli.cost.prices import CostSettings
 from harness_cli.delivery.monitor.thresholds import MonitorThresholds
 from harness_cli.delivery.thresholds import DeliveryThresholds
