@@ -12,14 +12,16 @@ file and the config git will read were checked — then with that git dir pinned
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from harness_cli.bounded import Bounded, drain
 from harness_cli.errors import ServiceError
@@ -105,6 +107,53 @@ class Git:
         code = proc.wait()
         if not done or code != 0:
             detail = "timed out" if not done else errors.text().strip()[-300:]
+            raise ServiceError(
+                redact(f"git {_verb(args)} failed in {self.repo_dir} (exit {code}): {detail}")
+            )
+
+    @contextlib.contextmanager
+    def reading(self, *args: str, stdin: bytes | None = None) -> Iterator[IO[bytes]]:
+        """``git <args>``'s stdout as a pipe to read at the caller's pace, never held whole
+        (blobs, diffs and logs of commits an agent made: any size, #28 R10). Same hardened
+        environment as :meth:`run`; ``stdin`` is fed from a thread (git may answer before it
+        has read all of it). Raises on failure or after ``timeout`` (git is killed then) once
+        the block ends; leaving the block early kills git."""
+        full = {**git_guard.env(), **self._pinned(self.repo_dir)}
+        try:
+            proc = subprocess.Popen(
+                ["git", *git_guard.neutral_args(), *args], cwd=self.repo_dir, env=full,
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
+        except OSError as exc:
+            raise ServiceError(
+                redact(f"git {_verb(args)} failed in {self.repo_dir}: {exc}")
+            ) from None
+        assert proc.stdout is not None and proc.stderr is not None
+        errors = Bounded(0, 4000)
+        helpers = [threading.Thread(target=drain, args=({proc.stderr: errors}, None))]
+        if stdin is not None:
+            helpers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin)))
+        timer = threading.Timer(self.timeout, proc.kill)
+        for helper in [*helpers, timer]:
+            helper.daemon = True
+            helper.start()
+        finished = False
+        try:
+            with proc.stdout:
+                yield proc.stdout
+            finished = True
+        finally:
+            if not finished:
+                proc.kill()
+            code = proc.wait()
+            timed_out = not timer.is_alive() and code < 0
+            timer.cancel()
+            for helper in helpers:
+                helper.join()
+            proc.stderr.close()
+        if code != 0:
+            detail = "timed out" if timed_out else errors.text().strip()[-300:]
             raise ServiceError(
                 redact(f"git {_verb(args)} failed in {self.repo_dir} (exit {code}): {detail}")
             )
@@ -379,6 +428,12 @@ class Git:
         """Commit an in-progress merge whose conflicts are resolved in the index."""
         self.run(*self._identity_args(), "commit", "-q", "--no-edit")
         return self.head_sha()
+
+
+def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
+    assert pipe is not None
+    with contextlib.suppress(BrokenPipeError, ValueError), pipe:  # git stopped reading early
+        pipe.write(data)
 
 
 def _text(data: bytes) -> str:
