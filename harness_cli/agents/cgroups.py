@@ -258,6 +258,16 @@ _WRITTEN: dict[Path, tuple[int | None, int | None]] = {}
 """The limits last written into each of this process's run cgroups."""
 
 
+def _forget() -> None:
+    """In a forked child: the spawner threads did not come along, nor do the cgroups."""
+    _IDLE.clear()
+    _SEEN.clear()
+    _WRITTEN.clear()
+
+
+os.register_at_fork(after_in_child=_forget)
+
+
 class _Spawner:
     """A thread of this process that lives in one run cgroup (v1 only: there a thread can be
     moved alone) and starts that cgroup's commands: a child is born in the cgroups of the

@@ -34,6 +34,13 @@ FALLBACK_NAME = "harness"
 FALLBACK_EMAIL = "harness@localhost"
 DEFAULT_TIMEOUT = 300.0
 """Seconds one git command may run; a hung credential helper or network must not hang cron."""
+OUTPUT_LIMIT = 64 << 20
+"""The most of one git command's stdout :meth:`Git.run` holds: past it the command fails
+instead of growing the harness without end (#28 R10: a diff, a log, a file listing of what an
+agent committed is as large as the agent made it). Whatever may be larger is read with
+:meth:`Git.reading` (as it comes), :meth:`Git.stream` or :meth:`Git.cut` (its two ends)."""
+ERRORS_KEPT = 64 << 10
+"""The tail of git's stderr kept for the error message."""
 
 # Retryable refusals: the remote has commits we lack, or another push moved the branch between
 # the remote's fast-forward check and its ref update ("cannot lock ref … but expected …").
@@ -111,6 +118,13 @@ class Git:
                 redact(f"git {_verb(args)} failed in {self.repo_dir} (exit {code}): {detail}")
             )
 
+    def cut(self, *args: str, head: int, tail: int = 0) -> str:
+        """``git <args>``'s stdout: its first ``head`` and last ``tail`` bytes, the middle
+        counted and said (text for a prompt or a message, of output an agent controls)."""
+        out = Bounded(head, tail)
+        self.stream(*args, into=out)
+        return out.text("\n… ({dropped} more bytes of git output left out) …\n").rstrip("\n")
+
     @contextlib.contextmanager
     def reading(self, *args: str, stdin: bytes | None = None) -> Iterator[IO[bytes]]:
         """``git <args>``'s stdout as a pipe to read at the caller's pace, never held whole
@@ -170,17 +184,14 @@ class Git:
     ) -> subprocess.CompletedProcess[Any]:
         where = cwd or self.repo_dir
         full = {**git_guard.env(), **(env or {}), **self._pinned(where)}
+        argv = ["git", *git_guard.neutral_args(), *args]
+        data = input.encode("utf-8") if isinstance(input, str) else input
         try:
-            proc: subprocess.CompletedProcess[Any] = subprocess.run(
-                ["git", *git_guard.neutral_args(), *args],
-                cwd=where,
-                env=full,
-                input=input.encode("utf-8") if isinstance(input, str) else input,
-                stdin=subprocess.DEVNULL if input is None else None,
-                capture_output=True,
-                timeout=self.timeout,
-                check=False,
-            )
+            popen = subprocess.Popen(
+                argv, cwd=where, env=full,
+                stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
         except FileNotFoundError:
             if shutil.which("git") is None:
                 raise ServiceError(
@@ -190,11 +201,34 @@ class Git:
             raise ServiceError(
                 f"git {_verb(args)} failed: directory {where} does not exist"
             ) from None
-        except subprocess.TimeoutExpired:
+        # Read into bounded buffers (#28 R10), never whole: OUTPUT_LIMIT + 1 tells "too much".
+        out, err = Bounded(OUTPUT_LIMIT + 1, 0), Bounded(0, ERRORS_KEPT)
+        feeder = threading.Thread(target=_feed, args=(popen.stdin, data), daemon=True)
+        if data is not None:
+            feeder.start()
+        assert popen.stdout is not None and popen.stderr is not None
+        with popen.stdout, popen.stderr:
+            done = drain({popen.stdout: out, popen.stderr: err}, time.monotonic() + self.timeout)
+        if not done:
+            popen.kill()
+        code = popen.wait()
+        if data is not None:
+            feeder.join()
+        if not done:
             raise ServiceError(
                 f"git {_verb(args)} timed out after {self.timeout:.0f}s in {where}",
                 hint="check the network and the remote, then run again",
-            ) from None
+            )
+        if out.total > OUTPUT_LIMIT:
+            raise ServiceError(
+                f"git {_verb(args)} printed more than {OUTPUT_LIMIT >> 20} MB in {where} "
+                f"({out.total:,} bytes): too much to hold",
+                hint="something in this repository is far larger than a change should be "
+                "(a huge file or diff): look at its last commits",
+            )
+        proc: subprocess.CompletedProcess[Any] = subprocess.CompletedProcess(
+            argv, code, bytes(out.head), bytes(err.tail)
+        )
         if not binary:  # as text=True would: utf-8, universal newlines
             proc.stdout, proc.stderr = _text(proc.stdout), _text(proc.stderr)
         if check and proc.returncode != 0:
