@@ -3,7 +3,9 @@ each against a baseline measured in the same run.
 
 1. Per agent command (the harness's own loop's Bash tool, ``true`` in bubblewrap): with the
    default ``sandbox.limits`` (a cgroup per command, prlimit) against the same command with
-   every limit off, alternated, median of each. Goal: ≤ 25 ms per command with the limits.
+   every limit off, alternated, median of each. Goal (#28): ≤ 25 ms per command with the limits
+   where one without took 17.6 ms — read on another machine as a ratio: ≤ 1.42× (at most 42 %
+   added; the wall time of a command follows the machine and its load, the ratio much less).
    Wall time depends on what else the machine runs; the CPU time the command chain used (this
    process and every process it reaped) does not, and is printed beside it.
 2. Peak memory (VmHWM) of the harness process through one `harness dev-agent` run on the
@@ -36,6 +38,9 @@ from harness_cli.agents.limits import LimitSettings  # noqa: E402
 from harness_cli.sandbox.runner import Sandbox  # noqa: E402
 
 COMMANDS = 100
+GOAL_MS, GOAL_BASE_MS = 25.0, 17.6
+"""#28's goal: a command with the limits within 25 ms where one without took 17.6 ms."""
+GOAL_RATIO = GOAL_MS / GOAL_BASE_MS
 PRINT_MB = int(os.environ.get("BENCH_PRINT_MB", "700"))
 OFF = LimitSettings(pids=None, memory_mb=None, cpu_seconds=None, file_size_mb=None, cgroup="off")
 
@@ -132,10 +137,11 @@ def main() -> int:
         print(f"agent command (Bash `true` in bubblewrap, median of {COMMANDS}):")
         print(f"  cgroups here: {way.way or 'none'} ({way.detail})")
         print(f"  with the limits {limited * 1000:.1f} ms, without {plain * 1000:.1f} ms")
-        verdict = "ok" if limited <= 0.025 else "OVER"
+        met = limited <= GOAL_MS / 1000 or limited / plain <= GOAL_RATIO
         print(
             f"  ratio {limited / plain:.2f}×, added {(limited - plain) * 1000:.1f} ms per command"
-            f" (goal: <= 25 ms with them): {verdict}"
+            f" (goal: <= {GOAL_MS:g} ms, or <= {GOAL_RATIO:.2f}× where a command without takes"
+            f" longer than {GOAL_BASE_MS} ms): {'ok' if met else 'OVER'}"
         )
         print(
             f"  CPU time (this process and its children, whatever the load): with "
@@ -146,7 +152,7 @@ def main() -> int:
             f"  the rlimits alone (sandbox.limits.cgroup: off): {rlimits_only * 1000:.1f} ms, "
             f"added {(rlimits_only - plain) * 1000:.1f} ms"
         )
-        ok &= limited <= 0.025
+        ok &= met
     with tempfile.TemporaryDirectory() as tmp:
         quiet = peak_of_dev_agent(Path(tmp) / "quiet", 0)
     with tempfile.TemporaryDirectory() as tmp:

@@ -8,12 +8,18 @@ with ``git cat-file``, the added lines of every commit with ``--text``) against 
 0b6e05b (``git diff -U0`` of the range, no ``--text``), copied below as the baseline, in the
 same run; and what each one found of the four hidden tokens.
 
+Then the memory the scan holds (peak RSS of a process that runs only the scan): on the
+10,000-line change, and on the same change plus one blob of ``BENCH_BLOB_MB`` (512 by default;
+the token near its end): the scan streams every object, so the second peak stays near the
+first (before, each new object was read whole: a 2 GB blob, 2 GB and more).
+
     .venv/bin/python bench/bench_secret_scan.py        # BENCH_RUNS=5 by default
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import statistics
@@ -28,6 +34,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
+BLOB_MB = int(os.environ.get("BENCH_BLOB_MB", "512"))
+SCAN_ALONE = """
+import json, resource, sys, time
+from pathlib import Path
+from harness_cli.delivery.secret_scan import scan_push
+from harness_cli.services.git import Git
+started = time.perf_counter()
+found = scan_push(Git(Path(sys.argv[1])), sys.argv[2], [sys.argv[3]])
+print(time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10,
+      json.dumps(sorted({f.path for f in found})))
+"""
 TOKEN = "glpat-benchbenchbench0000"
 LINES, FILES, COMMITS = 10_000, 100, 10
 
@@ -141,6 +158,26 @@ def timed(fn: Callable[[], list[str]]) -> tuple[float, list[str]]:
     return statistics.median(times), result
 
 
+def scan_alone(repo: Path, head: str, base: str) -> tuple[float, int, list[str]]:
+    """(seconds, peak RSS in MB, paths found) of a process that runs only the scan."""
+    out = subprocess.run(
+        [sys.executable, "-c", SCAN_ALONE, str(repo), head, base], cwd=REPO,
+        capture_output=True, text=True, check=True, env=dict(os.environ),
+    ).stdout.split(maxsplit=2)  # fmt: skip
+    return float(out[0]), int(out[1]), json.loads(out[2])
+
+
+def add_blob(repo: Path) -> str:
+    """A commit adding a ``BLOB_MB`` MB binary whose token is near its end; its sha."""
+    with (repo / "assets" / "weights.bin").open("wb") as out:
+        for _ in range(BLOB_MB):
+            out.write(b"\0" * (1 << 20))
+        out.write(b"\0k=" + TOKEN.encode() + b"\0")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "Add the weights")
+    return git(repo, "rev-parse", "HEAD")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -158,6 +195,8 @@ def main() -> None:
         binaries = sum(p.stat().st_size for p in (repo / "assets").iterdir())
         old_s, old = timed(lambda: [f[0] for f in old_scan(repo, base, head)])
         new_s, new = timed(lambda: [f.path for f in scan_push(Git(repo), head, [base])])
+        small = scan_alone(repo, head, base)
+        large = scan_alone(repo, add_blob(repo), base)
     hidden = {
         "in a binary": "assets/image_0.png",
         "hex-encoded": "docs/build.txt",
@@ -173,6 +212,11 @@ def main() -> None:
         print(f"{name:<28}{seconds:>10.3f}  {len(hits)}: {', '.join(hits) or '-'}")
     print(f"ratio now / 0b6e05b: {new_s / old_s:.2f}x   goal: now <= 1 s "
           f"({'met' if new_s <= 1.0 else 'NOT met'})")  # fmt: skip
+    print("memory of a process that runs only the scan (peak RSS):")
+    print(f"  the change above: {small[1]} MB in {small[0]:.2f} s")
+    token = "found" if "assets/weights.bin" in large[2] else "MISSED"
+    print(f"  plus one {BLOB_MB} MB blob: {large[1]} MB in {large[0]:.2f} s "
+          f"(ratio {large[1] / small[1]:.2f}x; its token {token})")  # fmt: skip
 
 
 if __name__ == "__main__":

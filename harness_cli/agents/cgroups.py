@@ -3,11 +3,20 @@ tree: ``pids.max`` and the memory limit (#28 R11; the rlimits are :mod:`limits`'
 
 Made directly in the cgroup filesystem where this user may (v1, or v2 from the root cgroup: a
 container's root), else by ``systemd-run --user --scope -p TasksMax= -p MemoryMax=`` where a
-user manager answers; which one is probed once per process (:func:`plan`). The command enters
-its cgroup before it starts (:data:`ENTER`), so nothing it forks escapes; whatever is left in
-it afterwards is killed. An emptied cgroup serves this process's next command (one per command
+user manager answers; which one is probed once per process (:func:`plan`). The command is in
+its cgroup before its first instruction, so nothing it forks escapes; whatever is left in it
+afterwards is killed. An emptied cgroup serves this process's next command (one per command
 cost more than the command); they go when the process exits, a killed harness's at the next
 one's start.
+
+How the command gets in matters for its cost. Moving a process between cgroups takes the
+kernel's cgroup_threadgroup_rwsem for writing, which waits out an RCU grace period whenever no
+other move happened in the last one: ~12 ms idle, more under load, on every command — most of
+what the limits cost (bench/bench_limits.py). On cgroup v1 a single *thread* may be moved, and
+a process forked by a thread is born in that thread's cgroups: so each run cgroup of this
+process has a spawner thread that moved in once, when the cgroup was made, and starts every
+command of that cgroup (:class:`_Spawner`): no move per command. On v2 (threads stay with their
+process) and through systemd the command moves itself in on its way (:data:`ENTER`).
 """
 
 from __future__ import annotations
@@ -16,13 +25,16 @@ import atexit
 import contextlib
 import itertools
 import os
+import queue
 import shutil
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 MB = 1 << 20
 PROBE_TIMEOUT_S = 10.0
@@ -79,22 +91,38 @@ def _plan(how: str) -> Plan:
     return Plan("", "; ".join(problems))
 
 
+Spawn = Callable[..., "subprocess.Popen[Any]"]
+"""``subprocess.Popen``'s signature: how a bounded command is started."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """How one command gets into its cgroup: ``prefix`` goes in front of its argv (the outermost
+    wrapper) and ``spawn`` starts it (``subprocess.Popen``, or a spawner thread's)."""
+
+    prefix: list[str] = field(default_factory=list)
+    spawn: Spawn = subprocess.Popen
+
+
 @contextlib.contextmanager
-def entered(found: Plan, *, pids: int | None, memory_mb: int | None) -> Iterator[list[str]]:
-    """The argv prefix that runs a command in a cgroup of its own with these limits (empty:
-    no cgroup here, or no limit asked); the cgroup lives until the block ends."""
+def entered(found: Plan, *, pids: int | None, memory_mb: int | None) -> Iterator[Entry]:
+    """How to run a command in a cgroup of its own with these limits (a plain Popen: no cgroup
+    here, or no limit asked); the cgroup lives until the block ends."""
     if not (pids or memory_mb) or not found.way:
-        yield []
+        yield Entry()
     elif found.way == "systemd":
         argv = ["systemd-run", "--user", "--scope", "--quiet", "--collect"]
         argv += [f"--property=TasksMax={pids}"] if pids else []
         argv += [f"--property=MemoryMax={memory_mb}M", "--property=MemorySwapMax=0"] * bool(
             memory_mb
         )
-        yield [*argv, "--", *HIDE_BUS]
+        yield Entry([*argv, "--", *HIDE_BUS])
     else:
-        with _cgroups(found, pids=pids, memory_mb=memory_mb) as procs:
-            yield ["/bin/sh", "-c", ENTER, "sh", *map(str, procs), "--"]
+        with _cgroups(found, pids=pids, memory_mb=memory_mb) as run:
+            if run.spawner is not None:
+                yield Entry(spawn=run.spawner.popen)
+            else:
+                yield Entry(["/bin/sh", "-c", ENTER, "sh", *map(str, run.procs), "--"])
 
 
 def _cgroupfs() -> Plan | str:
@@ -150,17 +178,20 @@ def _read(path: Path) -> str:
 def _probe(found: Plan) -> str | None:
     """Make a run cgroup with small limits, run ``true`` inside it, remove it."""
     try:
-        with _cgroups(found, pids=16, memory_mb=64) as procs:
-            proc = subprocess.run(
-                ["/bin/sh", "-c", ENTER, "sh", *map(str, procs), "--", "true"],
-                capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False,
+        with entered(found, pids=16, memory_mb=64) as entry:
+            proc = entry.spawn(
+                [*entry.prefix, "cat", "/proc/self/cgroup"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
+            out, err = proc.communicate(timeout=PROBE_TIMEOUT_S)
     except OSError as exc:
         return f"{exc.strerror or exc} ({getattr(exc, 'filename', '')})"
     except subprocess.TimeoutExpired:
         return "a probe did not finish"
     if proc.returncode != 0:
-        return f"a process could not enter it: {proc.stderr.strip()[-200:] or proc.returncode}"
+        return f"a process could not enter it: {err.strip()[-200:] or proc.returncode}"
+    if f"/harness-{os.getpid()}-" not in out:
+        return f"a process started in it was not in it: {out.strip()[-200:]}"
     return None
 
 
@@ -183,53 +214,130 @@ def _probe_systemd() -> str | None:
 # -- making one ---------------------------------------------------------------------------------
 
 
+@dataclass
+class _Run:
+    """One run cgroup of this process (a folder per controller) and, on v1, its spawner."""
+
+    folders: list[Path]
+    spawner: _Spawner | None = None
+
+    @property
+    def procs(self) -> list[Path]:
+        return [folder / "cgroup.procs" for folder in self.folders]
+
+
 @contextlib.contextmanager
-def _cgroups(found: Plan, *, pids: int | None, memory_mb: int | None) -> Iterator[list[Path]]:
-    """A cgroup per controller under ``found.parents`` with the limits written; yields their
-    ``cgroup.procs``. Afterwards whatever is still in them is killed. An emptied cgroup is kept
-    for this process's next command (making one per command cost more than the command);
-    this process's cgroups go when it exits, a killed harness's at the next one's start."""
-    folders = _IDLE.pop() if _IDLE else _make(found)
+def _cgroups(found: Plan, *, pids: int | None, memory_mb: int | None) -> Iterator[_Run]:
+    """A cgroup per controller under ``found.parents`` with the limits written. Afterwards
+    whatever is still in them is killed. An emptied cgroup is kept for this process's next
+    command (making one per command cost more than the command); this process's cgroups go
+    when it exits, a killed harness's at the next one's start."""
+    run = _IDLE.pop() if _IDLE else _make(found)
+    # The spawner thread is one of the cgroup's tasks: pids.max counts it, so one more.
+    allowed = pids + 1 if pids and run.spawner is not None else pids
     try:
-        for folder in folders:
-            if _WRITTEN.get(folder) != (pids, memory_mb):  # a reused cgroup keeps its limits
+        for folder in run.folders:
+            if _WRITTEN.get(folder) != (allowed, memory_mb):  # a reused cgroup keeps its limits
                 _WRITTEN.pop(folder, None)
-                _limit(folder, found.version, pids=pids, memory_mb=memory_mb)
-                _WRITTEN[folder] = (pids, memory_mb)
-        yield [folder / "cgroup.procs" for folder in folders]
+                _limit(folder, found.version, pids=allowed, memory_mb=memory_mb)
+                _WRITTEN[folder] = (allowed, memory_mb)
+        yield run
     finally:
-        for folder in folders:
+        for folder in run.folders:
             _emptied(folder)
         # Killed leftovers (and a finished box's pid namespace, which the kernel tears down a
         # moment after its init is reaped) leave by themselves: the cgroup is ready to reuse.
-        _IDLE.append(folders)
+        _IDLE.append(run)
 
 
-_IDLE: list[list[Path]] = []
+_IDLE: list[_Run] = []
 """Run cgroups of this process, empty, ready for its next command."""
-_SEEN: list[list[Path]] = []
+_SEEN: list[_Run] = []
 """Every run cgroup this process made (in use or idle): removed when it exits."""
 _WRITTEN: dict[Path, tuple[int | None, int | None]] = {}
 """The limits last written into each of this process's run cgroups."""
 
 
-def _make(found: Plan) -> list[Path]:
+def _forget() -> None:
+    """In a forked child: the spawner threads did not come along, nor do the cgroups."""
+    _IDLE.clear()
+    _SEEN.clear()
+    _WRITTEN.clear()
+
+
+os.register_at_fork(after_in_child=_forget)
+
+
+class _Spawner:
+    """A thread of this process that lives in one run cgroup (v1 only: there a thread can be
+    moved alone) and starts that cgroup's commands: a child is born in the cgroups of the
+    thread that forked it, so no command has to move (see the module's docstring).
+
+    The thread itself runs no agent code and allocates next to nothing there; the OOM killer
+    and ``cgroup.procs``' readers that kill leftovers pass over it (:func:`_emptied` skips this
+    process). It lives as long as the cgroup — a command's parent-death signal
+    (``--die-with-parent``, ``setpriv --pdeathsig``) follows the thread that forked it."""
+
+    def __init__(self, folders: list[Path]) -> None:
+        self._jobs: queue.Queue[tuple[tuple[Any, ...], dict[str, Any]] | None] = queue.Queue()
+        self._done: queue.Queue[tuple[Any, BaseException | None]] = queue.Queue()
+        self._thread = threading.Thread(
+            target=self._serve, args=(folders,), name="harness-cgroup-spawner", daemon=True
+        )
+        self._thread.start()
+        _, problem = self._done.get()
+        if problem is not None:
+            self._thread.join()
+            raise problem
+
+    def _serve(self, folders: list[Path]) -> None:
+        try:
+            for folder in folders:  # v1's `tasks` takes one thread (cgroup.procs: the process)
+                (folder / "tasks").write_text(str(threading.get_native_id()), encoding="ascii")
+        except OSError as exc:
+            self._done.put((None, exc))
+            return
+        self._done.put((True, None))
+        while (job := self._jobs.get()) is not None:
+            args, kwargs = job
+            try:
+                self._done.put((subprocess.Popen(*args, **kwargs), None))
+            except Exception as exc:  # noqa: BLE001 - the caller's to handle, as from Popen
+                self._done.put((None, exc))
+
+    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen[Any]:
+        """``subprocess.Popen(*args, **kwargs)``, forked by the thread in the cgroup."""
+        self._jobs.put((args, kwargs))
+        proc, problem = self._done.get()
+        if problem is not None:
+            raise problem
+        return proc  # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        """End the thread (it leaves the cgroup as it ends: the folder can then be removed)."""
+        self._jobs.put(None)
+        self._thread.join(timeout=PROBE_TIMEOUT_S)
+
+
+def _make(found: Plan) -> _Run:
     if not _SEEN:
         atexit.register(_remove_all)
     name = f"harness-{os.getpid()}-{next(_SEQ)}"
-    made: list[Path] = []
-    _SEEN.append(made)
+    run = _Run([])
+    _SEEN.append(run)
     for controller in ("pids", "memory"):
         parent = found.parents[controller]
         folder = parent / name
-        if folder in made:
+        if folder in run.folders:
             continue
         _sweep(parent)
         folder.mkdir()
-        made.append(folder)
+        run.folders.append(folder)
         if found.version == 2:
             _enable(parent)
-    return made
+    if found.version == 1:
+        run.spawner = _Spawner(run.folders)
+    return run
 
 
 def _enable(parent: Path) -> None:
@@ -262,7 +370,8 @@ def _limit(folder: Path, version: int, *, pids: int | None, memory_mb: int | Non
 def _emptied(folder: Path) -> bool:
     """Kill what is left in ``folder`` (a command that forked into the background); True when
     nothing is."""
-    left = _read(folder / "cgroup.procs").split()
+    # This process is listed when its spawner thread is inside: never its own leftover.
+    left = [pid for pid in _read(folder / "cgroup.procs").split() if int(pid) != os.getpid()]
     if left and (folder / "cgroup.kill").exists():  # v2: the kernel kills the whole cgroup
         with contextlib.suppress(OSError):
             (folder / "cgroup.kill").write_text("1", encoding="ascii")
@@ -290,7 +399,10 @@ def _kill_if_inside(pid: int, folder: Path) -> None:
 
 
 def _remove_all() -> None:
-    folders = [f for group in _SEEN for f in group]
+    for run in _SEEN:
+        if run.spawner is not None:
+            run.spawner.stop()
+    folders = [f for run in _SEEN for f in run.folders]
     deadline = time.monotonic() + 2.0
     while folders and time.monotonic() < deadline:
         folders = [f for f in folders if not _removed(f)]

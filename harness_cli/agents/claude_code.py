@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness_cli import bounded, redaction
-from harness_cli.agents import guard, lifetime, limits, policy, prompt_layout, sandbox
+from harness_cli.agents import cgroups, guard, lifetime, limits, policy, prompt_layout, sandbox
 from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
@@ -241,15 +241,17 @@ class ClaudeCodeRuntime:
         chosen = self.sandbox.limits if shell else plain
         with limits.applied(chosen, own_userns=False, cli=True) as bounds:
             argv = bounds.outer(bounds.inner(self.command(binary, req, settings=settings)))
-            return self._start(argv, req, folder)
+            return self._start(argv, req, folder, bounds.popen)
 
-    def _start(self, argv: list[str], req: RunRequest, folder: Path) -> RunResult:
+    def _start(
+        self, argv: list[str], req: RunRequest, folder: Path, popen: cgroups.Spawn
+    ) -> RunResult:
         stream = _Stream(req, self.model)
         watchdog = lifetime.Watchdog()  # the CLI and its tools die with this process (#20 p3)
         env = {**self.environment(), "HOME": str(folder / "home"), "TMPDIR": "/tmp"}
         env.update(watchdog.env())
         try:
-            proc = subprocess.Popen(
+            proc = popen(
                 lifetime.die_with_parent(argv),
                 cwd=req.workdir,
                 env=env,

@@ -10,11 +10,20 @@ Covered: the ``protect`` trees (minus the allowed root and every ``.git`` folder
 worktree's commits land in the main repo's ``.git``, and undoing them would lose work), and
 ``message.json`` at the top of the allowed root and the workdir: the originating message is
 evidence (the case registry creates it 0444, which does not stop root).
+
+Runs overlap: workflows of other cases run at the same time in the same ``$HARNESS_HOME``, and
+their harness writes into a tree this run guards (the pre-commitment records). Such a write
+goes through :func:`harness_write`: under a lock every revert takes, with the digest of what
+was written noted in ``guards/written/``; a revert leaves a file whose bytes are the ones the
+harness last noted for it. Before, one run's revert deleted the record another had just made.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import fcntl
+import hashlib
 import logging
 import os
 import shutil
@@ -23,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness_cli import paths
 from harness_cli.agents.runtime import RunRequest, RunResult
 from harness_cli.logs import event
 from harness_cli.state.store import atomic_write_bytes
@@ -127,9 +137,57 @@ def snapshot(protect: Iterable[Path], allowed_root: Path, workdir: Path) -> Snap
     return snap
 
 
+def harness_write(path: Path, write: Callable[[], None]) -> None:
+    """``write()`` writes ``path``, a file in a tree that concurrent runs guard: done under the
+    lock their reverts take, and noted, so that none of them undoes it (module docstring)."""
+    with _writes_locked():
+        write()
+        note = _note_of(path)
+        note.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(note, _digest(path).encode("ascii"), verbatim=True)
+
+
+@contextlib.contextmanager
+def _writes_locked() -> Iterator[None]:
+    folder = paths.home() / "guards"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "writes.lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield  # (closing the file releases the lock)
+
+
+def _note_of(path: Path) -> Path:
+    name = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:40]
+    return paths.home() / "guards" / "written" / name
+
+
+def _digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+def _harness_made(path: Path) -> bool:
+    """``path`` holds what the harness last wrote there through :func:`harness_write`."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        noted = _note_of(path).read_text(encoding="ascii")
+    except OSError:
+        return False
+    return noted == _digest(path)
+
+
 def revert_outside(allowed_root: Path, snap: Snapshot) -> list[str]:
     """Undo every change in the snapshot's trees outside ``allowed_root`` and to the pinned
-    files; return what was put back (``… (not restored: …)`` when that was impossible)."""
+    files; return what was put back (``… (not restored: …)`` when that was impossible).
+    A file the harness itself wrote meanwhile (another run's, :func:`harness_write`) stays."""
+    with _writes_locked():
+        return _revert_outside(allowed_root, snap)
+
+
+def _revert_outside(allowed_root: Path, snap: Snapshot) -> list[str]:
     allowed = allowed_root.resolve()
     reverted: list[str] = []
     for root in snap.roots:
@@ -154,10 +212,14 @@ def _revert_tree(root: Path, allowed: Path, snap: Snapshot) -> list[str]:
                 new_dirs.append(path)
             continue
         old = snap.files.get(path)
+        if old is not None and _same(path, old):
+            continue
+        if _harness_made(path):
+            continue  # a concurrent run's harness wrote it (module docstring)
         if old is None:
             _remove(path)
             reverted.append(str(path))
-        elif not _same(path, old):
+        else:
             reverted.append(_restore(path, old))
     for directory in new_dirs:
         shutil.rmtree(directory, ignore_errors=True)

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,11 +64,17 @@ CLI_SHARE_PIDS = 64
 
 @dataclass
 class Wrap:
-    """The argv prefixes of one bounded run: ``outer`` goes around everything (the box, or the
-    claude CLI), ``inner`` just before the command, inside the box."""
+    """How one bounded run is started: ``outer`` goes around everything (the box, or the
+    claude CLI), ``inner`` just before the command, inside the box; :meth:`popen` starts it
+    (in its cgroup: see :class:`cgroups.Entry`)."""
 
     outer_prefix: list[str] = field(default_factory=list)
     inner_prefix: list[str] = field(default_factory=list)
+    spawn: cgroups.Spawn = subprocess.Popen
+
+    def popen(self, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
+        """``subprocess.Popen(argv, **kwargs)`` for an argv already wrapped by :meth:`outer`."""
+        return self.spawn(list(argv), **kwargs)
 
     def outer(self, argv: Sequence[str]) -> list[str]:
         return [*self.outer_prefix, *argv]
@@ -86,8 +92,8 @@ def applied(settings: LimitSettings, *, own_userns: bool, cli: bool = False) -> 
     pids = settings.pids + (CLI_SHARE_PIDS if cli else 0) if settings.pids else None
     memory = settings.memory_mb + (CLI_SHARE_MB if cli else 0) if settings.memory_mb else None
     inner = rlimits(settings, nproc=own_userns and os.geteuid() != 0)
-    with cgroups.entered(cgroups.plan(settings.cgroup), pids=pids, memory_mb=memory) as outer:
-        yield Wrap(outer, inner)
+    with cgroups.entered(cgroups.plan(settings.cgroup), pids=pids, memory_mb=memory) as entry:
+        yield Wrap(entry.prefix, inner, entry.spawn)
 
 
 def rlimits(settings: LimitSettings, *, nproc: bool) -> list[str]:
@@ -167,14 +173,15 @@ def _tried(name: str, settings: LimitSettings) -> Finding:
     cpu, size = settings.cpu_seconds, settings.file_size_mb
     try:
         with applied(settings, own_userns=False) as wrap:
-            proc = subprocess.run(
-                wrap.outer(wrap.inner(["true"])), capture_output=True, text=True, check=False,
-                timeout=cgroups.PROBE_TIMEOUT_S,
+            proc = wrap.popen(
+                wrap.outer(wrap.inner(["true"])), stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
+            _, err = proc.communicate(timeout=cgroups.PROBE_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Finding(name, "fail", f"a bounded command cannot start: {exc}", NO_CGROUP_FIX)
     if proc.returncode != 0:
-        detail = f"a bounded `true` failed: {proc.stderr.strip()[-200:] or proc.returncode}"
+        detail = f"a bounded `true` failed: {err.strip()[-200:] or proc.returncode}"
         return Finding(name, "fail", detail, "run `harness doctor` again; see the message")
     detail = f"{cpu or 'unlimited'} s CPU, {size or 'unlimited'} MB per file, per process"
     return Finding(name, "ok", f"{detail} (prlimit; a bounded command ran)")

@@ -335,7 +335,7 @@ def _bash(ctx: ToolContext, args: dict[str, Any]) -> str:
             argv = bounds.inner(["bash", "-c", args["command"]])
             if ctx.box is not None:
                 argv = sandbox.bwrap_argv(ctx.box, argv)
-            proc = subprocess.Popen(
+            proc = bounds.popen(
                 lifetime.die_with_parent(bounds.outer(argv)),
                 cwd=ctx.workdir,
                 env={**sandbox.agent_env(ctx.home), **watchdog.env()},

@@ -244,7 +244,7 @@ def _run_check(
             # bwrap --die-with-parent: killing the group below ends everything inside the box
             argv = wrap.inner(run.argv)
             argv = sandbox.bwrap_argv(box, argv) if box is not None else argv
-            proc = subprocess.Popen(
+            proc = wrap.popen(
                 wrap.outer(argv),
                 cwd=worktree,
                 env=_env(box),

@@ -66,6 +66,9 @@ SHADOW_ALWAYS = frozenset({"pytest", "_pytest", "py", "pluggy", "sitecustomize",
 REPO_FILES = ("info/exclude", "info/attributes")
 """Files of the repository (not the tree) that hide or filter files: only comments allowed."""
 APPROVALS = "acceptance/checks-approved.json"
+DESCRIBE_BYTES = 256 << 10
+"""Of the check files' diff (and its --stat), what :func:`describe` reads: it shows a few
+lines of it."""
 """``control/<case>/acceptance/checks-approved.json``: the digests the operator accepted —
 in the harness's control folder, never the case folder an agent writes (#28 R4); the case
 folder's copy is a mirror for humans (:mod:`harness_cli.workspace.control`)."""
@@ -162,8 +165,9 @@ def describe(worktree: Path, base_sha: str, changed: Sequence[str], limit: int =
     if not files:
         return f"{', '.join(hidden)} changed (files git no longer shows in the MR)"
     try:
-        stat = git.run("diff", "--stat", base_sha, "--", *files)
-        diff = git.run("diff", "--unified=0", base_sha, "--", *files)
+        # The agent's change, as large as it made it: its start is what is shown (#28 R10).
+        stat = git.cut("diff", "--stat", base_sha, "--", *files, head=DESCRIBE_BYTES)
+        diff = git.cut("diff", "--unified=0", base_sha, "--", *files, head=DESCRIBE_BYTES)
     except HarnessError as exc:
         return f"(git diff failed: {exc.message})"
     removed = [ln for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]

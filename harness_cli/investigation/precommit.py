@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness_cli import clock, paths
+from harness_cli.agents import guard
 from harness_cli.logs import event
 from harness_cli.loop.jsonblocks import json_objects
 from harness_cli.state.store import atomic_write_json, atomic_write_text
@@ -201,7 +202,10 @@ def load_record(case_id: str) -> LockRecord | None:
 
 
 def _write_record(record: LockRecord) -> None:
-    atomic_write_text(record_path(record.case_id), record.model_dump_json(indent=2) + "\n")
+    # The records' folder is guarded by every investigation's runs, other cases' included:
+    # written so that their reverts leave it (agents/guard.py).
+    path, text = record_path(record.case_id), record.model_dump_json(indent=2) + "\n"
+    guard.harness_write(path, lambda: atomic_write_text(path, text))
 
 
 def _read(path: Path) -> Any:

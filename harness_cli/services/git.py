@@ -12,14 +12,16 @@ file and the config git will read were checked — then with that git dir pinned
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from harness_cli.bounded import Bounded, drain
 from harness_cli.errors import ServiceError
@@ -32,6 +34,13 @@ FALLBACK_NAME = "harness"
 FALLBACK_EMAIL = "harness@localhost"
 DEFAULT_TIMEOUT = 300.0
 """Seconds one git command may run; a hung credential helper or network must not hang cron."""
+OUTPUT_LIMIT = 64 << 20
+"""The most of one git command's stdout :meth:`Git.run` holds: past it the command fails
+instead of growing the harness without end (#28 R10: a diff, a log, a file listing of what an
+agent committed is as large as the agent made it). Whatever may be larger is read with
+:meth:`Git.reading` (as it comes), :meth:`Git.stream` or :meth:`Git.cut` (its two ends)."""
+ERRORS_KEPT = 64 << 10
+"""The tail of git's stderr kept for the error message."""
 
 # Retryable refusals: the remote has commits we lack, or another push moved the branch between
 # the remote's fast-forward check and its ref update ("cannot lock ref … but expected …").
@@ -109,6 +118,60 @@ class Git:
                 redact(f"git {_verb(args)} failed in {self.repo_dir} (exit {code}): {detail}")
             )
 
+    def cut(self, *args: str, head: int, tail: int = 0) -> str:
+        """``git <args>``'s stdout: its first ``head`` and last ``tail`` bytes, the middle
+        counted and said (text for a prompt or a message, of output an agent controls)."""
+        out = Bounded(head, tail)
+        self.stream(*args, into=out)
+        return out.text("\n… ({dropped} more bytes of git output left out) …\n").rstrip("\n")
+
+    @contextlib.contextmanager
+    def reading(self, *args: str, stdin: bytes | None = None) -> Iterator[IO[bytes]]:
+        """``git <args>``'s stdout as a pipe to read at the caller's pace, never held whole
+        (blobs, diffs and logs of commits an agent made: any size, #28 R10). Same hardened
+        environment as :meth:`run`; ``stdin`` is fed from a thread (git may answer before it
+        has read all of it). Raises on failure or after ``timeout`` (git is killed then) once
+        the block ends; leaving the block early kills git."""
+        full = {**git_guard.env(), **self._pinned(self.repo_dir)}
+        try:
+            proc = subprocess.Popen(
+                ["git", *git_guard.neutral_args(), *args], cwd=self.repo_dir, env=full,
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
+        except OSError as exc:
+            raise ServiceError(
+                redact(f"git {_verb(args)} failed in {self.repo_dir}: {exc}")
+            ) from None
+        assert proc.stdout is not None and proc.stderr is not None
+        errors = Bounded(0, 4000)
+        helpers = [threading.Thread(target=drain, args=({proc.stderr: errors}, None))]
+        if stdin is not None:
+            helpers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin)))
+        timer = threading.Timer(self.timeout, proc.kill)
+        for helper in [*helpers, timer]:
+            helper.daemon = True
+            helper.start()
+        finished = False
+        try:
+            with proc.stdout:
+                yield proc.stdout
+            finished = True
+        finally:
+            if not finished:
+                proc.kill()
+            code = proc.wait()
+            timed_out = not timer.is_alive() and code < 0
+            timer.cancel()
+            for helper in helpers:
+                helper.join()
+            proc.stderr.close()
+        if code != 0:
+            detail = "timed out" if timed_out else errors.text().strip()[-300:]
+            raise ServiceError(
+                redact(f"git {_verb(args)} failed in {self.repo_dir} (exit {code}): {detail}")
+            )
+
     def _exec(
         self,
         args: Sequence[str],
@@ -121,17 +184,14 @@ class Git:
     ) -> subprocess.CompletedProcess[Any]:
         where = cwd or self.repo_dir
         full = {**git_guard.env(), **(env or {}), **self._pinned(where)}
+        argv = ["git", *git_guard.neutral_args(), *args]
+        data = input.encode("utf-8") if isinstance(input, str) else input
         try:
-            proc: subprocess.CompletedProcess[Any] = subprocess.run(
-                ["git", *git_guard.neutral_args(), *args],
-                cwd=where,
-                env=full,
-                input=input.encode("utf-8") if isinstance(input, str) else input,
-                stdin=subprocess.DEVNULL if input is None else None,
-                capture_output=True,
-                timeout=self.timeout,
-                check=False,
-            )
+            popen = subprocess.Popen(
+                argv, cwd=where, env=full,
+                stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
         except FileNotFoundError:
             if shutil.which("git") is None:
                 raise ServiceError(
@@ -141,11 +201,34 @@ class Git:
             raise ServiceError(
                 f"git {_verb(args)} failed: directory {where} does not exist"
             ) from None
-        except subprocess.TimeoutExpired:
+        # Read into bounded buffers (#28 R10), never whole: OUTPUT_LIMIT + 1 tells "too much".
+        out, err = Bounded(OUTPUT_LIMIT + 1, 0), Bounded(0, ERRORS_KEPT)
+        feeder = threading.Thread(target=_feed, args=(popen.stdin, data), daemon=True)
+        if data is not None:
+            feeder.start()
+        assert popen.stdout is not None and popen.stderr is not None
+        with popen.stdout, popen.stderr:
+            done = drain({popen.stdout: out, popen.stderr: err}, time.monotonic() + self.timeout)
+        if not done:
+            popen.kill()
+        code = popen.wait()
+        if data is not None:
+            feeder.join()
+        if not done:
             raise ServiceError(
                 f"git {_verb(args)} timed out after {self.timeout:.0f}s in {where}",
                 hint="check the network and the remote, then run again",
-            ) from None
+            )
+        if out.total > OUTPUT_LIMIT:
+            raise ServiceError(
+                f"git {_verb(args)} printed more than {OUTPUT_LIMIT >> 20} MB in {where} "
+                f"({out.total:,} bytes): too much to hold",
+                hint="something in this repository is far larger than a change should be "
+                "(a huge file or diff): look at its last commits",
+            )
+        proc: subprocess.CompletedProcess[Any] = subprocess.CompletedProcess(
+            argv, code, bytes(out.head), bytes(err.tail)
+        )
         if not binary:  # as text=True would: utf-8, universal newlines
             proc.stdout, proc.stderr = _text(proc.stdout), _text(proc.stderr)
         if check and proc.returncode != 0:
@@ -380,6 +463,12 @@ class Git:
         """Commit an in-progress merge whose conflicts are resolved in the index."""
         self.run(*self._identity_args(), "commit", "-q", "--no-edit")
         return self.head_sha()
+
+
+def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
+    assert pipe is not None
+    with contextlib.suppress(BrokenPipeError, ValueError), pipe:  # git stopped reading early
+        pipe.write(data)
 
 
 def _text(data: bytes) -> str:

@@ -1,7 +1,7 @@
 """At most ``max_running_workflows`` workflows run at once on one machine (#28 R13), end to end:
 `harness poll-slack` with ``local`` dispatch on the emulators starts real `harness investigate`
-processes (the harness's own loop, a scripted model). With a cap of 1 and three tickets, one
-starts and two wait in order in run-queue.json — on disk, so any later process starts them —
+processes (the harness's own loop, a scripted model). With a cap of 2 and three tickets, two
+start and one waits in run-queue.json — on disk, so any later process starts them —
 and each run that ends hands its slot to the oldest waiting one. Before, all three started at
 once (a flood of 60 started 60)."""
 
@@ -23,10 +23,9 @@ from tests.intake.conftest import poll
 
 pytestmark = pytest.mark.slow
 
-CAP = 1
-"""One at a time: two investigations at once in one HARNESS_HOME race today (one run's
-post-run guard can revert the other's precommit record: agents/guard.py), which is not what
-this test is about."""
+CAP = 2
+"""Two at a time, in one HARNESS_HOME: each run's guard watches the pre-commitment records the
+other's harness writes (agents/guard.py ``harness_write``); the third ticket waits."""
 TICKETS = 3
 
 
@@ -52,7 +51,7 @@ def _holding(home: Path) -> int:
     return sum(1 for f in table if f[1] == "FLOCK" and int(f[5].rsplit(":", 1)[1]) in inodes)
 
 
-def test_three_tickets_with_a_cap_of_one_run_one_at_a_time_in_order(
+def test_three_tickets_with_a_cap_of_two_run_two_at_a_time_in_order(
     cli: Any, box: Sandbox, tmp_path: Path
 ) -> None:
     assert cli("init")[0] == 0
@@ -100,4 +99,7 @@ def test_three_tickets_with_a_cap_of_one_run_one_at_a_time_in_order(
     first_end = min((cases / f"AAA-{101 + n}" / "ANALYSIS.md").stat().st_mtime for n in range(CAP))
     assert all(at[name].timestamp() >= first_end for name in order[CAP:])
     assert "AAA" not in (tmp_path / "harness-home" / "run-queue.json").read_text()
+    # each run's pre-commitment record is still there: no run's revert took another's
+    records = sorted(p.name for p in (tmp_path / "harness-home" / "precommit").glob("*.json"))
+    assert records == [f"AAA-{101 + n}.json" for n in range(TICKETS)]
     assert len(tickets) == TICKETS

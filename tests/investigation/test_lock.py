@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +111,66 @@ def test_a_second_machine_checks_the_lock_against_the_workspace_history(
     assert ORIGINAL in adversarial and "FORGED-SLATE" not in adversarial
     assert (inv.root / "harness-home-2" / "precommit" / f"{CASE}.json").exists()
     shutil.rmtree(clone)
+
+
+RUN_A = """
+import sys, time
+from pathlib import Path
+from harness_cli import paths
+from harness_cli.agents import guard
+from harness_cli.agents.runtime import RunRequest, RunResult
+
+case, go, forged = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+
+def agent() -> RunResult:
+    (case.parent / "a-started").touch()
+    while not go.exists():
+        time.sleep(0.05)
+    forged.write_text('{"forged": "by the agent of case A"}')  # what the guard is for
+    return RunResult(text="done", stop="end_turn")
+
+req = RunRequest(role="investigator", prompt="", workdir=case, allowed_root=case,
+                 protect=(case, paths.precommit_dir()))
+print(guard.guarded(req, agent).reverted)
+"""
+
+
+def test_one_case_run_does_not_revert_what_the_harness_wrote_for_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workflows in one HARNESS_HOME: case A's investigator runs (its guard watching the
+    pre-commitment records) while case B's harness locks B's slate. A's revert leaves B's
+    record — before, it deleted it — and still removes the record A's agent forged for C."""
+    import os
+    import sys
+
+    from harness_cli.investigation import precommit
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HARNESS_HOME", str(home))
+    (home / "precommit").mkdir(parents=True)
+    case_a, case_b = tmp_path / "cases" / "AAA-1", tmp_path / "cases" / "BBB-2"
+    case_a.mkdir(parents=True)
+    case_b.mkdir(parents=True)
+    go, forged = tmp_path / "go", home / "precommit" / "CCC-3.json"
+    env = {**os.environ, "HARNESS_HOME": str(home)}
+    run_a = subprocess.Popen(
+        [sys.executable, "-c", RUN_A, str(case_a), str(go), str(forged)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        while not (case_a.parent / "a-started").exists():
+            assert run_a.poll() is None, run_a.communicate()
+            time.sleep(0.05)
+        slate = json.loads(forged_file())
+        slate = {k: v for k, v in slate.items() if k not in ("locked_at", "digest")}
+        precommit.commit(case_b, lambda _: "```json\n" + json.dumps(slate) + "\n```", "slate?")
+        assert precommit.record_path("BBB-2").exists()
+        go.touch()
+        out, err = run_a.communicate(timeout=60)
+    finally:
+        run_a.kill()
+    assert run_a.returncode == 0, err
+    assert precommit.load_record("BBB-2") is not None, f"A's revert removed it: {out}"
+    assert not forged.exists()  # what A's agent wrote is put back all the same
+    assert str(forged) in out and "BBB-2" not in out

@@ -216,3 +216,63 @@ def test_doctor_says_how_each_limit_is_applied(cli: Any, harness_ready: Path) ->
         assert checks[name]["status"] in ("ok", "warn") or checks[name]["fix"]
     assert checks["box limit: CPU time, file size"]["status"] == "ok"  # a bounded command ran
     assert code in (0, 1)
+
+
+def _v1_cgroups() -> Any:
+    from harness_cli.agents import cgroups
+
+    found = cgroups.plan("auto")
+    if found.way != "cgroupfs" or found.version != 1:
+        pytest.skip(f"the spawner thread is for cgroup v1 made by the harness: {found.detail}")
+    return cgroups
+
+
+def _watch_writes(paths: list[Path]) -> tuple[int, Any]:
+    """An inotify descriptor reporting a write to any of ``paths`` (a cgroup's ``cgroup.procs``
+    and ``tasks``: a process moved in writes one of them)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    assert fd >= 0
+    for path in paths:
+        assert libc.inotify_add_watch(fd, str(path).encode(), 0x2) >= 0  # IN_MODIFY
+    return fd, libc
+
+
+@needs_box
+def test_a_command_is_born_in_its_cgroup_not_moved_into_it(tmp_path: Path) -> None:
+    """Moving a process into a cgroup waits out an RCU grace period (~12 ms, most of what the
+    limits cost per command): the command is forked by a thread already inside, so nothing
+    writes the cgroup's process lists while it starts, and it is inside all the same."""
+    found = _v1_cgroups().plan("auto")
+    # where the run cgroup is (made here, once per process), seen from outside the box
+    outside = bash(tmp_path, "cat /proc/self/cgroup", LimitSettings(), boxed=False)
+    names = [line.rpartition("/")[2] for line in outside.splitlines() if "/harness-" in line]
+    assert len(names) == 2 and len(set(names)) == 1, outside  # pids and memory, one name
+    folders = [found.parents[c] / names[0] for c in ("pids", "memory")]
+    fd, _ = _watch_writes([f / name for f in folders for name in ("cgroup.procs", "tasks")])
+    try:
+        said = bash(tmp_path, "cat /proc/self/cgroup; echo $$", LimitSettings(), boxed=False)
+        try:
+            moved = os.read(fd, 4096)
+        except BlockingIOError:
+            moved = b""
+    finally:
+        os.close(fd)
+    assert moved == b"", "a process was moved into the run cgroup for this command"
+    assert said.count(f"/{names[0]}\n") == 2, said  # and it is in it all the same
+
+
+@needs_box
+def test_the_memory_limit_kills_inside_the_command_never_the_harness(tmp_path: Path) -> None:
+    """Three processes of 100 MB each under a 160 MB cgroup (each within its own RLIMIT_DATA):
+    the cgroup's OOM killer picks among the command's processes; the harness, whose spawner
+    thread sits in that cgroup, is passed over and lives on."""
+    _v1_cgroups()
+    hog = "python3 -c 'b = bytearray(100 << 20); import time; time.sleep(3)'"
+    command = f"for i in 1 2 3; do {hog} & done; wait; echo waited"
+    out = bash(tmp_path, command, LimitSettings(memory_mb=160))
+    assert "waited" in out
+    assert "Killed" in out, out  # the cgroup's OOM killer took one of the command's
+    assert bash(tmp_path, "echo still here", LimitSettings(memory_mb=160)) == "still here\n"

@@ -113,3 +113,76 @@ def test_honest_changes_and_old_shapes_are_not_flagged(repo: Git) -> None:
     commit(repo, {"app.py": b"print('hello, world')\n"}, "Greet the world")
 
     assert scan(repo) == []
+
+
+def test_a_value_cut_by_a_chunk_edge_is_still_found(
+    repo: Git, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blobs are streamed in chunks (here 64 bytes, lines cut into 256-byte pieces): each
+    secret form, placed at every offset around a chunk's edge, is found on its own line; a
+    token shape across a piece's edge of a long line too, and inside a binary's run."""
+    monkeypatch.setattr(secret_scan, "CHUNK", 64)
+    monkeypatch.setattr(secret_scan, "LINE_PIECE", 256)
+    monkeypatch.setattr(secret_scan, "PIECE_OVERLAP", 64)
+    half = len(TOKEN) // 2
+    forms = {
+        "plain": TOKEN,
+        "hex": TOKEN.encode().hex(),
+        "split": f'"{TOKEN[:half]}" +\n    "{TOKEN[half:]}"',
+    }
+    files: dict[str, bytes] = {}
+    for name, text in forms.items():
+        for shift in range(0, 64, 7):
+            files[f"{name}/{shift:02d}.txt"] = b"a\n" * 3 + b"p" * shift + text.encode() + b"\n"
+    shape = "xoxb-" + "1234567890-" * 3 + "abcdefABCDEF"
+    files["long.txt"] = b"q" * 240 + shape.encode() + b"q" * 600 + b"\n"
+    files["blob.bin"] = b"\0" * 10 + b"\x01" * 50 + b"k=" + shape.encode() + b"\0" * 100
+    commit(repo, files, "Add the fixtures")
+    found = scan(repo)
+    for name in forms:
+        for shift in range(0, 64, 7):
+            how = {"plain": "", "hex": ", encoded", "split": ", split"}[name]
+            expected = f"{name}/{shift:02d}.txt:4 (GITLAB_TOKEN's value{how})"
+            assert expected in found, (expected, found)
+    assert "long.txt:1 (Slack token)" in found, found
+    assert "blob.bin:1 (Slack token)" in found, found
+
+
+SCAN_RSS = """
+import resource, sys
+from pathlib import Path
+from harness_cli.delivery import secret_scan
+found = secret_scan.scan_branch(Path(sys.argv[1]), "harness/CASE-1", "main")
+print([f.render() for f in found])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+@pytest.mark.slow
+def test_a_huge_blob_is_scanned_in_bounded_memory(repo: Git, tmp_path: Path) -> None:
+    """A 256 MB binary in the agent's commit (the token near its end) and a 4 MB line of text
+    (a token in its middle): both found, and the scan's process stays far under the blob's
+    size — before, every new object was read whole from ``cat-file --batch``."""
+    import os
+    import subprocess
+    import sys
+
+    big = repo.repo_dir / "model.bin"
+    with big.open("wb") as out:
+        for _ in range(256):
+            out.write(b"\0" * (1 << 20))
+        out.write(f"\0key={TOKEN}\0".encode())
+    (repo.repo_dir / "dump.txt").write_bytes(b"y" * (2 << 20) + TOKEN.encode() + b"y" * (2 << 20))
+    repo.add()
+    repo.run("commit", "-q", "-m", "Add the model")
+    env = {**os.environ, "GITLAB_TOKEN": TOKEN}
+    proc = subprocess.run(
+        [sys.executable, "-c", SCAN_RSS, str(repo.repo_dir)],
+        capture_output=True, text=True, env=env, timeout=600, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said, peak_mb = proc.stdout.splitlines()[-2:]
+    assert "model.bin:1 (GITLAB_TOKEN's value)" in said, said
+    assert "dump.txt:1 (GITLAB_TOKEN's value)" in said, said
+    assert "dump.txt:1 (GitLab token)" in said, said  # the shape, in the added line's pieces
+    assert int(peak_mb) < 150, f"peak {peak_mb} MB for a {big.stat().st_size >> 20} MB blob"

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 TASK_CHARS = 6000
 SECTION_CHARS = 4000
+GIT_HEAD_CHARS, GIT_TAIL_CHARS = SECTION_CHARS, 0
+"""Of each git output put in the prompt, what is read: no more of it is shown (a section,
+a hunk: 4,000 characters)."""
 PLAN_ROLE = "push-healer-plan"
 """The first session of every L2 attempt: it reads, plans and rates itself; nothing else."""
 PLAN_DENIED = ("Bash", "Edit", "Write", "MultiEdit", "NotebookEdit")
@@ -163,7 +166,9 @@ def _section(title: str, body: str) -> str:
 
 
 def _git(wt: Worktree, *args: str) -> str:
+    # The branch is the agent's: its diffs, log lines and file list are as large as it made
+    # them. Their two ends reach the prompt, never the whole (#28 R10).
     try:
-        return wt.git().run(*args)
+        return wt.git().cut(*args, head=GIT_HEAD_CHARS, tail=GIT_TAIL_CHARS)
     except ServiceError as exc:
         return f"(git {args[0]} failed: {exc.message})"
