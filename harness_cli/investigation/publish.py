@@ -241,6 +241,9 @@ def read_ticket(case_dir: Path, limit: int | None = None) -> str:
     except (OSError, ValueError):
         return "(message.json unreadable)"
     text = str(message.get("text", "")) if isinstance(message, dict) else str(message)
+    from harness_cli.workspace.jira_issue import ticket_context
+
+    text += ticket_context(case_dir)  # the Jira issue the case is keyed by (#30)
     if limit is None:
         return text
     return bound(text, limit, what="the ticket", where=str(path))
