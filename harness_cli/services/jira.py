@@ -177,7 +177,9 @@ class LiveJira:
                 data = {"transition": {"id": str(t["id"])}}
                 self._call(
                     f"transition {key}",
-                    lambda: self._sdk.post(f"rest/api/2/issue/{key}/transitions", data=data),
+                    lambda data=data: self._sdk.post(  # type: ignore[misc]
+                        f"rest/api/2/issue/{key}/transitions", data=data
+                    ),
                 )
                 return
         error = ServiceError(
