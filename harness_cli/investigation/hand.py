@@ -134,7 +134,9 @@ def run_auto(cfg: Config, case_id: str, jira: Jira | None, out: Outbound) -> lis
             action.auto = False  # no Jira configured: the operator's to run
             continue
         lines.append(_run(cfg, case_id, action, jira, out, how="by itself"))
-    drafts = [a for a in p.actions if not a.auto]
+    # Only what one command can run (a Jira action, or a production write to confirm) is
+    # announced; prose actions stay in TASK.md, so a report without them posts nothing more.
+    drafts = [a for a in p.actions if not a.auto and (a.kind in JIRA_KINDS or a.production)]
     if drafts:
         text = "\n".join(
             [f"For you to decide ({case_id}): each runs with one command."]

@@ -92,7 +92,8 @@ def test_at_95_the_harness_comments_and_transitions_once_and_lists_the_drafts(
     assert len(reports) == 2 and "comment on AAA-101" in reports[0], reports
     assert "move AAA-101 to In Review" in reports[1]
     [drafts] = _reports(slack_emu, thread_ts, "For you to decide")
-    assert "`admin: run AAA-101 1`" in drafts and "`admin: run AAA-101 4`" in drafts
+    assert "`admin: run AAA-101 4`" in drafts and "`admin: run AAA-101 5`" in drafts
+    assert "`admin: run AAA-101 1`" not in drafts  # prose: in TASK.md, nothing to run
     assert "production write: needs --confirm" in drafts and "destructive" in drafts
     task = (inv.case_dir() / "TASK.md").read_text()
     assert "(#2)" in task and "→ `admin: run AAA-101 5`" in task
