@@ -57,9 +57,12 @@ def gitlab() -> GitLab:
 def jira() -> Jira | None:
     """Jira as the harness's account (``JIRA_URL``, ``JIRA_USER``, ``JIRA_TOKEN``), or None when
     no ``JIRA_URL`` is configured: then tickets are read as Slack gives them and no action runs
-    in Jira. (Its writes happen only in the Jira hand, which a dry run never reaches.)"""
+    in Jira. During ``--dry-run`` its writes are recorded instead of sent."""
+    from harness_cli import dryrun
     from harness_cli.services.jira import JiraSettings, LiveJira
 
     if not JiraSettings.configured():
         return None
-    return LiveJira(JiraSettings.from_env())
+    client = LiveJira(JiraSettings.from_env())
+    plan = dryrun.ACTIVE
+    return client if plan is None else dryrun.RecordingJira(client, plan)

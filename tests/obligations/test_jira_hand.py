@@ -110,6 +110,9 @@ def test_below_95_every_action_is_a_draft_the_operator_runs_with_one_command(
     assert not _ours(jira_emu) and _status(jira_emu) == "To Do"
     [drafts] = _reports(slack_emu, thread_ts, "For you to decide")
     assert "`admin: run AAA-101 2`" in drafts and "`admin: run AAA-101 3`" in drafts
+    code, out, err = inv.cli("admin", "--dry-run", "run AAA-101 2")  # says, writes nothing
+    assert code == 0 and "would comment on Jira AAA-101: Root cause found" in out + err
+    assert not _ours(jira_emu)
     command = slack_emu.post_as("D0SELF", "U0OPERATOR", "admin: run AAA-101 2")
     assert inv.cli("poll-slack")[0] == 0
     assert len(_ours(jira_emu)) == 1
