@@ -40,6 +40,7 @@ def run_checks(*, offline: bool = False) -> list[Check]:
     checks += ops.local_checks()
     if not offline:
         checks += services.slack(cfg, env) + services.gitlab(cfg, env) + services.model(cfg, env)
+        checks += services.jira(cfg, env)
         remote = ops.workspace_remote()
         checks += [remote] if remote else []
         checks += ops.mcp_servers()

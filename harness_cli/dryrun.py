@@ -4,7 +4,7 @@ against a throwaway copy of this machine's state, and nothing it would send leav
 - ``$HARNESS_HOME`` (its JSON state) and the workspace are copied to a temp dir (the workspace
   as a ``git clone --shared`` whose pushes go to a scratch bare repo), with the absolute case
   paths in the copies pointed at the copy; dispatch is ``record``.
-- Slack and GitLab writes are recorded instead of sent (reads go through: the decisions are
+- Slack, GitLab and Jira writes are recorded instead of sent (reads go through: the decisions are
   made on what the services really say).
 - The first model call stops the run (``Stopped``): a dry run spends no tokens; what the
   workflow checked and decided before it is reported, with the role it would have called.
@@ -227,6 +227,27 @@ class RecordingGitLab:
     def create_pipeline(self, project: str, ref: str, variables: dict[str, str]) -> Any:
         self._plan.add(f"would start a pipeline of {project} on {ref}")
         raise Stopped("the pipeline")
+
+
+class RecordingJira:
+    """Reads go to Jira (the issue a ticket names is really read); comments, transitions and
+    assignments go into the plan (#30)."""
+
+    def __init__(self, inner: Any, plan: Plan) -> None:
+        self._inner, self._plan = inner, plan
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def add_comment(self, key: str, body: str, properties: dict[str, Any]) -> str:
+        self._plan.add(f"would comment on Jira {key}: {body}")
+        return "dry-run"
+
+    def transition(self, key: str, name: str) -> None:
+        self._plan.add(f"would move Jira {key} to {name}")
+
+    def assign(self, key: str, user: str) -> None:
+        self._plan.add(f"would assign Jira {key} to {user}")
 
 
 class StoppingRuntime:

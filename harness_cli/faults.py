@@ -46,6 +46,8 @@ POINTS: dict[str, str] = {
     "outbox.landed": "an owed write confirmed by the service, not yet recorded as done",
     "outbox.note_attempting": "an owed GitLab note or reply recorded as in flight, not yet sent",
     "outbox.note_landed": "an owed GitLab note or reply confirmed, not yet recorded as done",
+    "outbox.jira_attempting": "an owed Jira comment/transition/assignment in flight, not sent",
+    "outbox.jira_landed": "an owed Jira write confirmed by Jira, not yet recorded as done",
 }
 """Every crash point, with the durable step it follows. Workflow runs add, per workflow,
 ``run.<workflow>.started`` (the run recorded in its journal) and ``run.<workflow>.<checkpoint>``

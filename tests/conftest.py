@@ -35,6 +35,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_BASE_URL",
         "SLACK_API_URL",
+        "JIRA_URL",
+        "JIRA_USER",
+        "JIRA_TOKEN",
     ):
         monkeypatch.delenv(var, raising=False)
     gitconfig = tmp_path / "gitconfig"
@@ -96,6 +99,24 @@ def slack_emu(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     emu.start()
     monkeypatch.setenv("SLACK_API_URL", emu.url + "/api/")
     monkeypatch.setenv("SLACK_USER_TOKEN", "xoxp-0000000000-test-operator")
+    try:
+        yield emu
+    finally:
+        emu.stop()
+
+
+@pytest.fixture
+def jira_emu(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The sandbox's Jira emulator (Cloud), with the harness's env pointing at it and the
+    project AAA seeded with nothing else (a test adds its issues)."""
+    from harness_cli.sandbox.jira_api import SANDBOX_TOKEN, SANDBOX_USER, JiraEmulator
+
+    emu = JiraEmulator(deployment="Cloud")
+    emu.start()
+    emu.control("seed", {"issues": [], "projects": [{"key": "AAA"}, {"key": "BBB"}]})
+    monkeypatch.setenv("JIRA_URL", emu.url)
+    monkeypatch.setenv("JIRA_USER", SANDBOX_USER)
+    monkeypatch.setenv("JIRA_TOKEN", SANDBOX_TOKEN)
     try:
         yield emu
     finally:

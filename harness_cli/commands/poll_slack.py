@@ -38,7 +38,7 @@ def poll_slack(
 
         # 004: a run nobody approves within approval_ttl_hours is cancelled by the next look.
         ctx.tally.recovered += [f"cancelled unapproved run {r}" for r in expire_due()]
-        tended = tend(ctx.cfg, ctx.out, backend=ctx.backend)
+        tended = tend(ctx.cfg, ctx.out, backend=ctx.backend, jira=ctx.jira)
     result = tally_result("poll-slack", ctx.tally)
     result.messages += tended
     emit(result)

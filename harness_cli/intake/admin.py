@@ -154,6 +154,13 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         from harness_cli.sessions import waiting
 
         return waiting.approve(cmd.args[0], backend=ctx.backend)
+    if verb == "run":
+        from harness_cli.investigation import hand
+
+        return hand.run_one(
+            ctx.cfg, validate_case_id(cmd.args[0]), int(cmd.args[1]), ctx.jira, ctx.out,
+            confirm="--confirm" in cmd.flags,
+        )  # fmt: skip
     if verb == "gap-patterns":
         dispatch.spawn(["gap-patterns"], backend=ctx.backend)
         return "gap-patterns started"

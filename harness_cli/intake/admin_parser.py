@@ -31,6 +31,8 @@ admin commands (send them in your self-DM, prefixed with "admin:"):
   accept-checks <case>              accept the change to the required checks (MR leaves draft)
   gap-patterns                      cluster gap reports across cases now
   approve <run>                     check a run waiting for approval again and start it
+  run <case> <n> [--confirm]        run action n of the case's TASK.md (a draft); destructive
+                                    actions and production writes need --confirm
   help                              this message"""
 
 
@@ -47,7 +49,7 @@ class AdminCommand:
     verb: str
     """task, oncall-run, oncall-toggle, mr-rescan, mr-pause, mr-resume, oncall-pause,
     oncall-resume, oncall-status, finalize, register-thread, close-case, reopen, accept-checks,
-    budget, gap-patterns, approve, help."""
+    budget, gap-patterns, approve, run, help."""
     args: tuple[str, ...] = ()
     flags: frozenset[str] = field(default_factory=frozenset)
     duration: timedelta | None = None
@@ -91,6 +93,7 @@ _ARITY: dict[str, tuple[int, str]] = {  # -1: zero or one argument
     "accept-checks": (1, "accept-checks <case>"),
     "gap-patterns": (0, "gap-patterns"),
     "approve": (1, "approve <run>"),
+    "run": (2, "run <case> <n> [--confirm]"),
     "help": (0, "help"),
 }
 
@@ -123,7 +126,9 @@ def parse_admin(text: str) -> AdminCommand:
         raise AdminUsage(f"usage: {usage}")
     if head == "budget":
         parse_amount(args[1])
-    allowed = {"--auto"} if head == "task" else set()
+    allowed = {"task": {"--auto"}, "run": {"--confirm"}}.get(head, set())
+    if head == "run" and not args[1].isdigit():
+        raise AdminUsage(f"usage: {usage} (n is the action's number in TASK.md)")
     if flags - allowed:
         raise AdminUsage(f"unknown option {sorted(flags - allowed)[0]} for {head}")
     return AdminCommand(head, args, flags)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from harness_cli.config import resolve_project
 from harness_cli.errors import HarnessError, InputError
-from harness_cli.intake import case_thread
+from harness_cli.intake import case_thread, jira_source
 from harness_cli.intake.context import Intake
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import validate_case_id
@@ -27,18 +27,34 @@ def task(ctx: Intake, key: str, *, auto: bool) -> str:
         case = registry.load_case(case_id)
         created = False
     except InputError:
+        case = None
+    got = None
+    if ctx.jira is not None and (case is None or case.status in ("new", "failed", "closed")):
+        # The issue is the task: read it first (again for a case about to be re-investigated).
+        got = jira_source.read(ctx.jira, case_id)
+        if got.unknown and case is None:
+            return (
+                f"{case_id} is not an issue in Jira ({got.error}); nothing was opened. "
+                "Check the key, or `harness case new` for work Jira does not know."
+            )
+    if case is None:
         project = resolve_project(ctx.cfg.projects, jira_key=case_id)
+        title = f"{case_id}: {got.issue.summary}" if got and got.issue else case_id
         opened = registry.open_case(
             t,
             case_id=case_id,
             project=project,
-            title=case_id,
+            title=title[:120],
             kind="task",
             jira=case_id,
             message={"text": f"admin: task {case_id}"},
             sync_now=not ctx.deferred,
         )
         case, created = opened.case, opened.created
+    else:
+        created = False
+    if got is not None and got.issue is not None:
+        jira_source.attach(case_id, got.issue)
     if auto and not case.task_auto:
         with registry.update_case(case_id, t, "task --auto", sync_now=not ctx.deferred) as fresh:
             fresh.task_auto = True
@@ -82,6 +98,24 @@ def task(ctx: Intake, key: str, *, auto: bool) -> str:
             args={"mode": "task", "auto": auto, "plan_approved": True},
         )
         return f"plan approved for {case_id}: dev-agent implements it now"
+    if (
+        case.status in ("new", "failed", "closed")
+        and got is not None
+        and got.issue is None
+        and not got.unknown
+        and not jira_source.attached(registry.case_dir(case_id))
+    ):
+        jira_source.wait(
+            case_id, t, got.error, {
+                "workflow": "investigate",
+                "trigger": ctx.trigger().model_dump(mode="json"),
+                "args": {"then": "task", "auto": auto},
+            }, sync_now=not ctx.deferred,
+        )  # fmt: skip
+        return (
+            f"{case_id}: Jira did not answer ({got.error}). The case waits; each poll-slack "
+            f"cycle tries Jira again and starts the investigation once it reads the issue{note}"
+        )
     if case.status in ("new", "failed", "closed"):
         ctx.start(
             "investigate",

@@ -17,6 +17,7 @@ def intake_context() -> Intake:
         out=factory.outbound(cfg, slack),
         backend=dispatch.choose_backend(cfg.harness.dispatch),
         budget_seconds=cfg.harness.thresholds.poll_cycle_budget_seconds,
+        jira=factory.jira(),
     )
 
 
@@ -31,4 +32,5 @@ def local_context() -> Intake:
         out=factory.outbound(cfg, slack),
         backend=dispatch.choose_backend(cfg.harness.dispatch),
         budget_seconds=cfg.harness.thresholds.poll_cycle_budget_seconds,
+        jira=factory.jira(),
     )

@@ -15,6 +15,7 @@ from harness_cli.config import Config
 from harness_cli.intake import pause
 from harness_cli.logs import event
 from harness_cli.ops.outbound import Outbound
+from harness_cli.services.jira import Jira
 from harness_cli.services.slack import RateLimited, Slack
 from harness_cli.state import files
 
@@ -78,6 +79,8 @@ class Intake:
     history_before: float = 0.0
     """Epoch second of this HARNESS_HOME's install: older admin commands and replies are
     history (0: no such rule, e.g. a home that predates it)."""
+    jira: Jira | None = None
+    """The Jira source (#30), or None when no ``JIRA_URL`` is configured."""
     stop: threading.Event | None = None
     """Set when the run must end now (``listen`` got SIGTERM): a Retry-After wait ends at once
     and the message in hand is left in flight — the next poll-slack cycle takes it over."""

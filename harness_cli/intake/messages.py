@@ -15,7 +15,7 @@ from harness_cli import dispatch
 from harness_cli.config import all_jira_prefixes, extract_jira_key, resolve_project
 from harness_cli.errors import ServiceError
 from harness_cli.faults import crash_point
-from harness_cli.intake import admin, case_thread, flood
+from harness_cli.intake import admin, case_thread, flood, jira_source
 from harness_cli.intake.admin_parser import is_admin_text
 from harness_cli.intake.context import BudgetExhausted, Intake
 from harness_cli.logs import event
@@ -124,6 +124,8 @@ def open_ticket(
     )
     registry.register_thread(opened.case, channel=channel, thread_ts=ts, role="ticket")
     crash_point("intake.thread_map")
+    jira_note, jira_waits = _read_jira(ctx, opened, jira)
+    linked += jira_note
     own = opened.case.source.channel == channel and opened.case.source.thread_ts == ts
     case_thread.ensure(
         ctx,
@@ -141,7 +143,17 @@ def open_ticket(
         # second ticket naming the same Jira key. It joins the case; nothing new starts.
         ctx.tally.recognised.append(case_id)
         return case_id
-    if trigger_kind == "admin_command" or ctx.auto_monitor(project):
+    if jira_waits:
+        jira_source.wait(
+            case_id, ctx.cfg.harness.thresholds, jira_waits, {
+                "workflow": "investigate",
+                "trigger": {"kind": trigger_kind, "ts": trigger_ts or ts, "user": user},
+                "channel": channel, "thread_ts": ts,
+            } if trigger_kind == "admin_command" or ctx.auto_monitor(project) else {},
+            sync_now=not ctx.deferred,
+        )  # fmt: skip
+        ctx.tally.ignored.append(f"{case_id}: waits for Jira ({jira_waits[:80]})")
+    elif trigger_kind == "admin_command" or ctx.auto_monitor(project):
         ctx.start(
             "investigate",
             case_id=case_id,
@@ -153,6 +165,26 @@ def open_ticket(
     else:
         ctx.tally.ignored.append(f"{case_id}: auto-monitor off for {project}")
     return case_id
+
+
+def _read_jira(ctx: Intake, opened: registry.Opened, key: str | None) -> tuple[str, str]:
+    """A ticket naming a key of a configured prefix gets the issue attached (#30). Returns
+    (a line for the case thread's opening post, the error the case waits on — "" when none)."""
+    if key is None or ctx.jira is None or opened.case.jira != key:
+        return "", ""
+    if jira_source.attached(opened.dir) and not opened.case.jira_wait:
+        return "", ""  # a redelivery: read already
+    got = jira_source.read(ctx.jira, key)
+    if got.issue is not None:
+        jira_source.attach(opened.case.id, got.issue)
+        return f"\nJira {key}: {got.issue.summary} ({got.issue.status}) — attached.", ""
+    if got.unknown:
+        return f"\n{key} is not an issue in Jira: the ticket's own text is all there is.", ""
+    return (
+        f"\nJira did not answer for {key} ({got.error}): the investigation waits for the "
+        "issue; each poll-slack cycle tries again.",
+        got.error,
+    )
 
 
 def reply(ctx: Intake, entry: ThreadEntry, message: Message) -> None:

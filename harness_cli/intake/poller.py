@@ -54,6 +54,12 @@ def poll_cycle(ctx: Intake) -> None:
     finally:
         life.close()
         ctx.lifecycle = None
+    try:
+        from harness_cli.intake.jira_source import retry_waiting
+
+        ctx.tally.recovered += retry_waiting(ctx)  # cases that wait for Jira (#30)
+    except HarnessError as exc:
+        ctx.tally.errors.append(f"cases waiting for Jira: {exc.line()}")
     bootstrap.report(ctx)
 
 

@@ -70,6 +70,9 @@ def publish(
     atomic_write_text(
         folder / "TASK.md", task_md(cfg, case_id, line, report, result.confidence, completed)
     )
+    from harness_cli.investigation import hand
+
+    hand.plan(cfg, case_id, line, report, result.confidence, completed)  # what may run (#30)
     status = STATUS_AFTER.get(reason, "escalated")
     message = f"investigation {reason}"
     with registry.update_case(case_id, cfg.harness.thresholds, message, sync_now=sync_now) as case:
@@ -176,7 +179,9 @@ def task_md(
                 else " — no verification given"
             )
             flags = " [destructive]" if a.destructive else ""
-            parts.append(f"- {a.description}{flags}{check}")
+            n = next(i for i, b in enumerate(report.actions, 1) if b is a)
+            how = f" (#{n})" if actions is auto else f" → `admin: run {case_id} {n}`"
+            parts.append(f"- {a.description}{flags}{check}{how}")
         parts.append("")
     return "\n".join(parts) + "\n"
 
@@ -241,6 +246,9 @@ def read_ticket(case_dir: Path, limit: int | None = None) -> str:
     except (OSError, ValueError):
         return "(message.json unreadable)"
     text = str(message.get("text", "")) if isinstance(message, dict) else str(message)
+    from harness_cli.workspace.jira_issue import ticket_context
+
+    text += ticket_context(case_dir)  # the Jira issue the case is keyed by (#30)
     if limit is None:
         return text
     return bound(text, limit, what="the ticket", where=str(path))

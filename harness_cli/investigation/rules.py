@@ -329,8 +329,19 @@ def split_actions(
     completed: bool = True,
 ) -> tuple[list[Action], list[Action]]:
     """(may auto-run, drafts for the operator): at 95+ the non-destructive actions of a
-    ``complete`` investigation may run by themselves; everything else — every action of an
-    investigation that ended any other way, and every destructive action — stays a draft."""
+    ``complete`` investigation, of a kind harness.yaml lets the harness run
+    (``auto_run_kinds``), run by themselves; everything else — every action of an
+    investigation that ended any other way, every destructive action, every production write
+    and every action of another kind — stays a draft."""
     if not completed or confidence < thresholds.auto_run_confidence:
         return [], list(actions)
-    return [a for a in actions if not a.destructive], [a for a in actions if a.destructive]
+    auto = [a for a in actions if may_auto_run(a, thresholds)]
+    return auto, [a for a in actions if not any(a is b for b in auto)]
+
+
+def may_auto_run(action: Action, thresholds: InvestigationThresholds) -> bool:
+    return (
+        not action.destructive
+        and action.kind in thresholds.auto_run_kinds
+        and action.kind not in thresholds.production_write_kinds
+    )

@@ -75,6 +75,7 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
             status.failed(decision.exit_note or decision.reason)
         else:
             status.done(f"{decision.exit_reason} after {result.iterations} iteration(s)")
+    actions = _hand(cfg, case_id, out) if out is not None else []
     return {
         "case_id": case_id,
         "exit_line": done.exit_line,
@@ -87,6 +88,7 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         "reason": decision.reason,
         "exit_code": decision.exit_code,
         "dry_run": not post,
+        "actions": actions,
     }
 
 
@@ -101,6 +103,7 @@ def _resume(cfg: Config, case_id: str, saved: dict[str, Any]) -> dict[str, Any]:
     if status is not None:
         status.start()  # the killed run's placeholder (same scope: same post), edited to its end
         status.done(f"{saved.get('exit')} after {saved.get('iterations')} iteration(s)")
+    actions = _hand(cfg, case_id, out)
     return {
         "case_id": case_id,
         "exit_line": done.exit_line,
@@ -114,7 +117,17 @@ def _resume(cfg: Config, case_id: str, saved: dict[str, Any]) -> dict[str, Any]:
         "exit_code": saved.get("exit_code", 0),
         "dry_run": False,
         "resumed": True,
+        "actions": actions,
     }
+
+
+def _hand(cfg: Config, case_id: str, out: Any) -> list[str]:
+    """The 95+ rule (#30): after the draft is out, the harness runs the actions that may run
+    by themselves (a resumed run finds those its predecessor ran), and lists the drafts."""
+    from harness_cli.investigation import hand
+    from harness_cli.services import factory
+
+    return hand.run_auto(cfg, case_id, factory.jira(), out)
 
 
 def _committer(cfg: Config, case_id: str) -> Any:

@@ -21,6 +21,15 @@ class InvestigationThresholds(BaseModel):
     auto_run_confidence: int = Field(95, ge=0, le=100)
     """“At 95 or above, the agent may auto-run non-destructive actions … Under 95 those stay as
     drafts for the operator to decide on.”"""
+    auto_run_kinds: list[str] = Field(
+        default_factory=lambda: ["jira_comment", "jira_transition", "jira_assign"]
+    )
+    """The kinds of non-destructive action the harness itself runs after a ``complete`` exit
+    at ``auto_run_confidence`` or above (#30: "a Jira comment, a status transition or a ticket
+    assignment"). Any other kind stays a draft for ``admin: run CASE N``."""
+    production_write_kinds: list[str] = Field(default_factory=lambda: ["db_write"])
+    """Kinds that write to a production system: never run without the operator confirming
+    that one command (``admin: run CASE N --confirm``), whatever the confidence."""
     open_question_penalty: float = Field(0.08, ge=0, le=1)
     """A1: “a hard confidence cap as 1.0, minus 0.08 per open question, minus 0.05 per
     unchecked source”."""

@@ -103,6 +103,15 @@ class VerifyAction(_Lenient):
 class Action(_Lenient):
     description: str = ""
     destructive: bool = False
+    kind: str = ""
+    """What the harness can run itself (#30): ``jira_comment`` (``body``), ``jira_transition``
+    (``to``: the status), ``jira_assign`` (``assignee``); ``db_write`` is a production write.
+    Empty: prose only, the operator's to carry out."""
+    issue: str = ""
+    """The Jira key the action is on; empty: the case's own."""
+    body: str = ""
+    to: str = ""
+    assignee: str = ""
     maps_to_root_cause: bool = False
     verify_action: VerifyAction | None = None
 

@@ -16,12 +16,18 @@ if TYPE_CHECKING:
     from harness_cli.dispatch import Backend
     from harness_cli.ops.outbound import Outbound
     from harness_cli.services.gitlab import GitLab
+    from harness_cli.services.jira import Jira
 
 log = logging.getLogger("harness.obligations")
 
 
 def tend(
-    cfg: Config, out: Outbound | None, *, backend: Backend, gitlab: GitLab | None = None
+    cfg: Config,
+    out: Outbound | None,
+    *,
+    backend: Backend,
+    gitlab: GitLab | None = None,
+    jira: Jira | None = None,
 ) -> list[str]:
     """Returns lines for the cycle's result."""
     from harness_cli import dispatch
@@ -30,7 +36,9 @@ def tend(
     lines: list[str] = []
     limits = cfg.harness.obligations
     try:
-        report = flush.flush(out, self_dm=cfg.harness.operator.self_dm_channel, gitlab=gitlab)
+        report = flush.flush(
+            out, self_dm=cfg.harness.operator.self_dm_channel, gitlab=gitlab, jira=jira
+        )
         lines += report.lines()
     except HarnessError as exc:
         event(log, "owed_flush_failed", logging.WARNING, error=exc.line())

@@ -23,6 +23,7 @@ from harness_cli.obligations.ledger import Obligation
 if TYPE_CHECKING:
     from harness_cli.ops.outbound import Outbound
     from harness_cli.services.gitlab import GitLab
+    from harness_cli.services.jira import Jira
 
 log = logging.getLogger("harness.outbox")
 
@@ -56,9 +57,10 @@ def flush(
     gitlab: GitLab | None = None,
     case_id: str | None = None,
     budget_s: float = FLUSH_BUDGET_S,
+    jira: Jira | None = None,
 ) -> FlushReport:
     """One attempt at each owed write (of ``case_id``, or all) this process can make."""
-    from harness_cli.obligations import gitlab_door, slack_door
+    from harness_cli.obligations import gitlab_door, jira_door, slack_door
 
     report = FlushReport()
     started = time.monotonic()
@@ -71,6 +73,22 @@ def flush(
         if not ob.owed:
             if out is not None:
                 _settle_leftover(out, ob, report)
+            continue
+        if ob.service == "jira":
+            if jira is None:
+                continue
+            try:
+                jira_door.attempt(jira, ob)
+            except LockHeld:
+                continue
+            except HarnessError:
+                again = ledger.find(ob.key)
+                gone = again is not None and again.state == "given_up"
+                (report.given_up if gone else report.still_owed).append(ob.key)
+                continue
+            report.delivered.append(ob.key)
+            if out is not None and self_dm:
+                _report_jira(out, self_dm, ob)
             continue
         is_slack = ob.service == "slack"
         if (is_slack and (out is None or slack_limited)) or (
@@ -102,6 +120,26 @@ def flush(
     if out is not None and self_dm:
         tell_given_up(out, self_dm)
     return report
+
+
+def _report_jira(out: Outbound, self_dm: str, ob: Obligation) -> None:
+    """A Jira action a run could not finish, done now: said in its case thread, under the key
+    the run would have used (never twice)."""
+    from harness_cli.workspace import registry
+
+    thread = registry.case_thread(ob.case_id) if ob.case_id else None
+    t = ob.target
+    what = {
+        "comment": f"comment on {t.get('issue')}",
+        "transition": f"move {t.get('issue')} to {t.get('to')}",
+        "assign": f"assign {t.get('issue')} to {t.get('assignee')}",
+    }
+    text = f"Ran action {t.get('n')} (retried): {what.get(ob.action, ob.action)} — done in Jira."
+    try:
+        out.post(self_dm, text, thread_ts=thread.thread_ts if thread else None,
+                 purpose="jira_action", key=f"hand-report:{ob.digest}")  # fmt: skip
+    except HarnessError as exc:
+        event(log, "jira_action_report_owed", logging.WARNING, key=ob.key, error=exc.line())
 
 
 def _settle_leftover(out: Outbound, ob: Obligation, report: FlushReport) -> None:

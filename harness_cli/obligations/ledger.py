@@ -51,13 +51,15 @@ class Obligation(BaseModel):
     key: str
     """The idempotency key: ``<scope>|<purpose>|<target>|<n>`` (see :mod:`scope`)."""
     case_id: str = ""
-    service: Literal["slack", "gitlab"] = "slack"
-    action: Literal["post", "update", "react", "note", "reply"] = "post"
+    service: Literal["slack", "gitlab", "jira"] = "slack"
+    action: Literal[
+        "post", "update", "react", "note", "reply", "comment", "transition", "assign"
+    ] = "post"
     purpose: str = "post"
     """What the write is for (``investigation_result``, ``status``, ``mr_merged`` …)."""
     target: dict[str, str] = Field(default_factory=dict)
     """Where it goes: ``channel``/``thread_ts``/``ts``/``name`` (Slack), ``project``/``iid``/
-    ``discussion_id`` (GitLab)."""
+    ``discussion_id`` (GitLab), ``issue``/``to``/``assignee``/``n`` (Jira)."""
     text: str = ""
     """The text as it leaves (already through the one redaction point)."""
     owed: bool = True
@@ -84,7 +86,9 @@ class Obligation(BaseModel):
         return digest(self.key)
 
     def describe(self) -> str:
-        where = self.target.get("channel") or self.target.get("project", "")
+        where = (
+            self.target.get("channel") or self.target.get("project") or self.target.get("issue", "")
+        )
         thread = self.target.get("thread_ts") or self.target.get("iid", "")
         return f"{self.purpose} {self.action} to {where}{'/' + thread if thread else ''}"
 

@@ -218,3 +218,53 @@ def model(cfg: Config | None, env: Environment) -> list[Check]:
     if wanted:
         return [Check("reach Anthropic", "ok", f"model {body.get('id', wanted)} answers")]
     return [Check("reach Anthropic", "ok", f"{len(body.get('data', []))} model(s) listed")]
+
+
+# -- Jira (#30) ----------------------------------------------------------------------------
+
+
+def jira(cfg: Config | None, env: Environment) -> list[Check]:
+    """``JIRA_URL`` set: the credentials are accepted (GET myself), and each ``jira_prefixes``
+    entry of projects.yaml is a project this account sees (a typo there leaves every ticket of
+    that project without its issue)."""
+    from harness_cli.errors import ServiceError
+    from harness_cli.services.jira import JiraSettings, LiveJira
+
+    url = env.get("JIRA_URL")
+    if not url:
+        return []
+    token = env.get("JIRA_TOKEN")
+    if not token:
+        fix = "add JIRA_TOKEN (and JIRA_USER, your email, on Jira Cloud) to the env file"
+        return [Check("reach Jira", "fail", "JIRA_URL is set but JIRA_TOKEN is not", fix)]
+    client = LiveJira(JiraSettings(url=url.rstrip("/"), user=env.get("JIRA_USER"), token=token))
+    try:
+        me = client.myself()
+    except ServiceError as exc:
+        fix = (
+            "GET myself refused: check JIRA_USER (Cloud: the account's email) and JIRA_TOKEN "
+            "(Cloud: an API token; Data Center: a personal access token, JIRA_USER unset)"
+        )
+        return [Check("reach Jira", "fail", redact(exc.message)[:300], fix)]
+    who = me.get("displayName") or me.get("name") or me.get("emailAddress") or "?"
+    out = [Check("reach Jira", "ok", f"as {who} ({url})")]
+    if cfg is None:
+        return out
+    where = cfg.dir / "projects.yaml"
+    for project, spec in cfg.projects.projects.items():
+        for prefix in spec.jira_prefixes:
+            name = f"Jira prefix {prefix}"
+            try:
+                found = client.project(prefix)
+            except ServiceError as exc:
+                detail = (
+                    f"{project}'s prefix {prefix} is not a Jira project {who} can see"
+                    if exc.status == 404
+                    else redact(exc.message)[:300]
+                )
+                out.append(
+                    Check(name, "fail", detail, f"fix jira_prefixes of {project} in {where}")
+                )
+                continue
+            out.append(Check(name, "ok", f"{project}: {found.get('name', prefix)}"))
+    return out

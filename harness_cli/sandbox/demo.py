@@ -82,9 +82,13 @@ class DemoContext:
         return int(mrs[-1]["iid"]) if mrs else None
 
     def case_opened(self) -> str:
-        if _case_status(self):
-            return ""
-        return f"exited 0 but no case {self.case_id} was opened (is {SUPPORT} in projects.yaml?)"
+        if not _case_status(self):
+            return (
+                f"exited 0 but no case {self.case_id} was opened (is {SUPPORT} in projects.yaml?)"
+            )
+        if not _jira_issue(self):  # the ticket names AAA-101: its issue is the case's context
+            return f"the case is open but Jira issue {TICKET_KEY} was not attached to it"
+        return ""
 
     def investigated(self) -> str:
         status = _case_status(self)
@@ -390,6 +394,21 @@ def _case_status(ctx: DemoContext) -> str:
         return ""
 
 
+def _jira_issue(ctx: DemoContext) -> str:
+    """The Jira issue the intake attached to the case (#30): what the investigation reads
+    after the ticket."""
+    from harness_cli.workspace.jira_issue import attached
+
+    return attached(Path(os.environ["HARNESS_WORKSPACE"]) / "case-workspaces" / ctx.case_id)
+
+
+def _first_line(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").split("\n", 1)[0]
+    except OSError:
+        return "-"
+
+
 def _summary(ctx: DemoContext, env: dict[str, str]) -> dict[str, Any]:
     import json
 
@@ -407,6 +426,7 @@ def _summary(ctx: DemoContext, env: dict[str, str]) -> dict[str, Any]:
         "mr": mrs[-1].get("web_url", f"!{mrs[-1]['iid']}") if mrs else "-",
         "pipelines": [p["status"] for p in state["gitlab"]["pipelines"]],
         "replies": len(self_dm.get("messages", [])),
+        "jira": _first_line(case_file.parent / "jira-issue.md"),
         "model_requests": state["anthropic"].get("messages", state["anthropic"]["requests"]),
         "tokens": state["anthropic"]["usage"],
     }

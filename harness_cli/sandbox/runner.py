@@ -128,6 +128,9 @@ class Sandbox:
         for emulator in (self.slack, self.gitlab, self.anthropic, self.pagerduty, self.jira):
             emulator.start()
         self.jira.control("seed", self.scenario.jira_seed())
+        # team-b's prefixes in the example projects.yaml, so `harness doctor` finds them (#30)
+        self.jira.control("seed", {"projects": [{"key": "XX", "name": "team-b web"},
+                                                {"key": "YY", "name": "team-b jobs"}]})  # fmt: skip
         # The world's HTTP host starts in a child and gets ready while the rest goes on: the
         # sandbox pays a fork here, never the MCP SDK's import (bench_world_startup.py).
         if self.with_world:

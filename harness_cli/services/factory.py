@@ -6,6 +6,7 @@ from __future__ import annotations
 from harness_cli.config import Config
 from harness_cli.ops.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
+from harness_cli.services.jira import Jira
 from harness_cli.services.slack import LiveSlack, Slack, SlackSettings
 
 
@@ -51,3 +52,17 @@ def gitlab() -> GitLab:
     client = LiveGitLab(GitLabSettings.from_env())
     plan = dryrun.ACTIVE
     return client if plan is None else dryrun.RecordingGitLab(client, plan)
+
+
+def jira() -> Jira | None:
+    """Jira as the harness's account (``JIRA_URL``, ``JIRA_USER``, ``JIRA_TOKEN``), or None when
+    no ``JIRA_URL`` is configured: then tickets are read as Slack gives them and no action runs
+    in Jira. During ``--dry-run`` its writes are recorded instead of sent."""
+    from harness_cli import dryrun
+    from harness_cli.services.jira import JiraSettings, LiveJira
+
+    if not JiraSettings.configured():
+        return None
+    client = LiveJira(JiraSettings.from_env())
+    plan = dryrun.ACTIVE
+    return client if plan is None else dryrun.RecordingJira(client, plan)

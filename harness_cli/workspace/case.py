@@ -110,6 +110,9 @@ class Case(_Record):
     opens a new case linked to it instead of reopening it from outside."""
     linked_cases: list[str] = Field(default_factory=list)
     """Cases opened later by tickets that named this one after it was closed."""
+    jira_wait: dict[str, Any] | None = None
+    """Jira did not answer when the case was opened (#30): ``error`` and ``then`` (the workflow,
+    trigger and args to start once the issue is read). poll-slack retries every cycle."""
     created_at: datetime
     updated_at: datetime
     history: list[Transition] = Field(default_factory=list)

@@ -90,6 +90,12 @@ def test_make_demo_path_runs_offline_from_any_directory_and_keeps_its_state(
     assert steps["init"] == "done"
     assert steps["poll-slack: ticket → case"] == "done"
     assert report["data"]["summary"]["case"] == "AAA-101"
+    # the ticket names AAA-101: its Jira issue is the case's context (#30), read from Jira
+    assert report["data"]["summary"]["jira"] == (
+        "# Jira AAA-101: Bulk discount not applied at exactly 10 units"
+    )
+    issue = (keep / "workspace/case-workspaces/AAA-101/jira-issue.md").read_text()
+    assert "Two more customers report the same since Monday" in issue
     # everything it wrote is there, in the documented layout
     for sub in ("home", "workspace", "remotes", "sandbox-state.json"):
         assert (keep / sub).exists(), sub

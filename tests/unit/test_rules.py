@@ -285,10 +285,13 @@ def test_review_verdicts_are_not_iterations() -> None:
 
 
 def test_split_actions() -> None:
-    safe = make().actions[0]
+    safe = make().actions[0].model_copy(update={"kind": "jira_comment", "body": "fixed"})
     risky = safe.model_copy(update={"destructive": True})
-    assert split_actions([safe, risky], 95) == ([safe], [risky])
+    prose = safe.model_copy(update={"kind": ""})  # nothing the harness can run itself
+    prod = safe.model_copy(update={"kind": "db_write"})
+    assert split_actions([safe, risky, prose, prod], 95) == ([safe], [risky, prose, prod])
     assert split_actions([safe, risky], 94) == ([], [safe, risky])
+    assert split_actions([safe], 99, completed=False) == ([], [safe])
 
 
 REFERENCE = """\
