@@ -282,5 +282,27 @@ def _report(exc: errors.HarnessError) -> int:
     return exc.exit_code
 
 
+def load_env_file() -> None:
+    """A hand-run subcommand sees the tokens a scheduled one sees (#34 item 8): the non-empty
+    ``KEY=value`` lines of ``$HARNESS_HOME/env`` — the file harness-cron sources and the systemd
+    units read — fill in what this shell does not set; a variable set in the shell wins. A file
+    that cannot be read is left to ``harness doctor`` to name."""
+    import os
+
+    from harness_cli import paths
+    from harness_cli.ops.setup import read_env_file
+
+    try:
+        found = read_env_file(paths.env_file())
+    except (OSError, UnicodeDecodeError):
+        return
+    for key, value in found.items():
+        if value and not os.environ.get(key):
+            os.environ[key] = value
+
+
 def main() -> None:
+    """The console script. The env file is read here, not in ``run``: the in-process callers
+    (the inline dispatcher, tests) already run inside a configured environment."""
+    load_env_file()
     sys.exit(run(sys.argv[1:]))

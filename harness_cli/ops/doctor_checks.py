@@ -30,23 +30,30 @@ def local_checks() -> list[Check]:
 
 
 def git_identity() -> Check:
-    """Who the workspace commits are by. Without one they fall back to a generic identity, so
-    a second machine's commits cannot be told apart."""
-    found = {}
-    for key in ("user.name", "user.email"):
-        proc = subprocess.run(
-            ["git", "config", "--get", key], capture_output=True, text=True, check=False
+    """Who the harness's commits on case branches are by (``delivery.identity``, the one rule):
+    with no ``delivery.commit_author`` and no machine identity (or only a placeholder), every
+    approved ticket fails at its first commit, so this fails here rather than at the ticket."""
+    from harness_cli.config import load_config
+    from harness_cli.delivery.identity import commit_identity
+    from harness_cli.delivery.thresholds import DeliveryThresholds
+
+    try:
+        delivery, where = load_config().harness.delivery, paths.config_dir() / "harness.yaml"
+    except HarnessError:  # the config check says why; the machine's identity still counts
+        delivery, where = DeliveryThresholds(), paths.config_dir() / "harness.yaml"
+    try:
+        name, email = commit_identity(delivery)
+    except HarnessError as exc:
+        return Check(
+            "git identity",
+            "fail",
+            f"{exc.message}: every approved ticket would fail at its first commit",
+            f'set delivery.commit_author: "Your Name <you@team.example>" in {where}, or '
+            'git config --global user.name "Your Name" && '
+            'git config --global user.email "you@team.example"',
         )
-        found[key] = proc.stdout.strip()
-    if all(found.values()):
-        return Check("git identity", "ok", f"{found['user.name']} <{found['user.email']}>")
-    missing = " and ".join(k for k, v in found.items() if not v)
-    return Check(
-        "git identity",
-        "warn",
-        f"{missing} not set: workspace commits use the harness's fallback identity",
-        'git config --global user.name "…" && git config --global user.email "…"',
-    )
+    source = "delivery.commit_author" if delivery.commit_author.strip() else "git config"
+    return Check("git identity", "ok", f"{name} <{email}> ({source})")
 
 
 def workspace_remote() -> Check | None:
