@@ -288,7 +288,7 @@ def load_config(directory: Path | None = None) -> Config:
 
 def load_yaml_model(path: Path, model: type[M]) -> M:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_utf8(path)
     except FileNotFoundError:
         raise ConfigError(
             f"{path} not found", hint="run `harness init` or copy the example agent-config/"
@@ -326,9 +326,23 @@ def _parsed(text: str) -> Any:
     return copy.deepcopy(_PARSED[text])
 
 
+def _read_utf8(path: Path) -> str:
+    """The file as text; a byte that is not UTF-8 (a Latin-1 editor's é) is bad input named by
+    its line, not a crash."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: byte 0x{raw[exc.start]:02x} is not UTF-8",
+            hint="save the file as UTF-8 (or retype the character on that line)",
+        ) from None
+
+
 def load_json_model(path: Path, model: type[M]) -> M:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read_utf8(path))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: broken JSON: {exc.msg}") from None
     try:
