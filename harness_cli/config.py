@@ -35,6 +35,7 @@ from harness_cli.errors import ConfigError
 from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.intake.thresholds import IntakeRate
 from harness_cli.investigation.thresholds import InvestigationThresholds
+from harness_cli.loop.outage_thresholds import OutageThresholds
 from harness_cli.memory.thresholds import MemoryThresholds
 from harness_cli.obligations.thresholds import ObligationThresholds
 from harness_cli.sessions.policy import SessionsPolicy
@@ -136,6 +137,8 @@ class HarnessConfig(_Human):
     """Where the SOPs and knowledge bases live, relative to this config folder."""
     thresholds: Thresholds = Field(default_factory=Thresholds)
     investigation: InvestigationThresholds = Field(default_factory=InvestigationThresholds)
+    model_outage: OutageThresholds = Field(default_factory=OutageThresholds)
+    """How long a model call waits out 429/5xx/529s, and how often a waiting case is retried."""
     """The on-call loop's confidence bars, ceilings and budgets (gates, force rules, exits)."""
     delivery: DeliveryThresholds = Field(default_factory=DeliveryThresholds)
     """Where worktrees live; the L2 push self-heal budget and confidence gate."""

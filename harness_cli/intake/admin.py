@@ -201,6 +201,15 @@ def status_text(ctx: Intake) -> str:
         f"open cases: {len(open_cases)}; monitored MRs: {len(mrs)}"
         + (f" ({sum(1 for m in mrs.values() if m.paused)} paused)" if mrs else "")
     )
+    from harness_cli.loop import outage
+
+    waiting = outage.current()
+    if waiting is not None and waiting.waiting:
+        lines.append(
+            f"waiting for the model API ({waiting.why}) since {waiting.since[:16]}: "
+            + ", ".join(sorted(waiting.waiting))
+            + " (tried again by poll-slack)"
+        )
     if broken:  # a case nobody can read is work nobody is doing: said, never hidden
         lines.append(f"unreadable cases: {len(broken)}")
         lines += [f"• {c['id']}: {c['problem']}" for c in broken[:10]]

@@ -226,7 +226,9 @@ def _run(
     line = str(data.get("exit_line", ""))
     seen = Observed(
         runtime=runtime,
-        exit=line.split()[0].removeprefix("exit=") if line.startswith("exit=") else None,
+        exit=line.split()[0].removeprefix("exit=")
+        if line.startswith("exit=")
+        else data.get("exit"),  # "waiting": a model outage is not one of the loop's exits
         exit_code=code,
         exit_line=line,
         iterations=int(data.get("iterations", 0)),
