@@ -22,7 +22,7 @@ def test_a_non_utf8_byte_in_the_config_is_bad_input_with_its_line(
     lines = path.read_bytes().splitlines(keepends=True)
     lines[2] = lines[2].rstrip(b"\n") + b"  # caf\xe9\n"  # a Latin-1 editor's é
     path.write_bytes(b"".join(lines))
-    code, out, err = harness_subprocess("status")
+    code, _, err = harness_subprocess("status")
     assert code == 2, err
     assert f"{path}:3" in err and "UTF-8" in err, err
     assert len(err.strip().splitlines()) == 1 and "bug" not in err, err
