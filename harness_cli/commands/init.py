@@ -154,8 +154,8 @@ def _cron(result: Result, home: Path, config: Path, *, install: bool) -> str:
         result.messages.append(block.rstrip("\n"))
         result.messages.append(
             "not installed: re-run with --yes to put this block in your crontab (only the "
-            "lines between its markers change), or paste it into `crontab -e`. The listener "
-            "and a poll-slack timer are systemd user units: `harness init --install-systemd`."
+            "lines between its markers change), or paste it into `crontab -e`. Without cron, "
+            "the same jobs are systemd timers: `harness init --install-systemd`."
         )
         return block
     existing = schedule.current()

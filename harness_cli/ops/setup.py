@@ -324,9 +324,11 @@ def _harness_data(wanted: Wanted, old: dict[str, Any] | None, folder: Path) -> d
 
 
 def _projects_data(wanted: Wanted, old: dict[str, Any] | None) -> dict[str, Any]:
-    data = copy.deepcopy(old) if old is not None else {"schema_version": 1, "projects": {}}
-    name = wanted.project or data.get("default_project") or "team-a"
-    projects = data.setdefault("projects", {})
+    data: dict[str, Any] = (
+        copy.deepcopy(old) if old is not None else {"schema_version": 1, "projects": {}}
+    )
+    name = str(wanted.project or data.get("default_project") or "team-a")
+    projects: dict[str, Any] = data.setdefault("projects", {})
     if name not in projects:
         projects[name] = {
             "sop": f"{name}/SOP.md",
