@@ -24,7 +24,14 @@ from harness_cli.errors import ConfigError
 Runtime = Literal["anthropic", "claude-code"]
 RUNTIMES: tuple[Runtime, ...] = ("anthropic", "claude-code")
 ExitName = Literal[
-    "complete", "blocked", "stalled", "degrading", "timeout", "failed", "budget", "waiting",
+    "complete",
+    "blocked",
+    "stalled",
+    "degrading",
+    "timeout",
+    "failed",
+    "budget",
+    "waiting",
     "refused",
 ]
 """The loop's exits, plus ``waiting`` (a model outage: the case is tried again) and ``refused``
