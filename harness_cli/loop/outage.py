@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
-from harness_cli.errors import HarnessError
+from harness_cli.errors import HarnessError, InputError
 from harness_cli.logs import event
 from harness_cli.loop.outage_thresholds import OutageThresholds
 from harness_cli.state.locks import hold
@@ -168,6 +168,17 @@ def recovered(case_id: str) -> None:
         _save(outage)
 
 
+def _settled(case_id: str) -> bool:
+    from harness_cli.workspace import registry
+
+    try:
+        return registry.load_case(case_id).status in ("closed", "merged")
+    except InputError:  # no such case (any more)
+        return True
+    except HarnessError:  # unreadable: kept waiting; status and doctor name the file
+        return False
+
+
 def resume_due(backend: Backend) -> list[str]:
     """poll-slack's part: dispatch every waiting case's workflow again once ``next_try`` has
     come (each run retries with backoff itself; a run that gets through ends its wait)."""
@@ -187,6 +198,9 @@ def resume_due(backend: Backend) -> list[str]:
         outage.next_try = time.time() + cfg.harness.model_outage.resume_every_seconds
         _save(outage)
     for case_id, waiting in sorted(outage.waiting.items()):
+        if _settled(case_id):  # closed or gone meanwhile: nothing waits for it any more
+            recovered(case_id)
+            continue
         try:
             payload = dispatch.Payload(
                 workflow=waiting.workflow,

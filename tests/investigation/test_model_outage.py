@@ -97,3 +97,25 @@ def test_a_long_outage_leaves_cases_waiting_tells_once_and_resumes(
     assert inv.cli("poll-slack")[0] == 0
     again = sorted((inv.root / "harness-home" / "payloads").glob("*-investigate-*.json"))
     assert len(again) == len(payloads)
+
+
+def test_a_case_closed_while_it_waits_is_not_tried_again(
+    inv: Investigation, slack_emu: Any
+) -> None:
+    _outage_settings(inv, retry_seconds=0, resume_every_seconds=0)
+    inv.script("inv_honest")
+    slack_emu.post_as("C0SUPPORT", "U0CUSTOMER", f"{TICKET} ({CASE})")
+    assert inv.cli("poll-slack")[0] == 0
+    _overloaded(inv, times=-1)
+    assert inv.cli("investigate", CASE)[0] == 1
+    assert (inv.root / "harness-home" / "model-outage.json").exists()
+    assert inv.cli("case", "close", CASE, "--reason", "duplicate")[0] == 0
+    with inv.emu.lock:
+        inv.emu.faults.clear()
+
+    assert inv.cli("poll-slack")[0] == 0
+
+    payloads = (inv.root / "harness-home" / "payloads").glob("*-investigate-*.json")
+    kinds = [json.loads(p.read_text())["trigger"]["kind"] for p in payloads]
+    assert "model_outage_retry" not in kinds
+    assert not (inv.root / "harness-home" / "model-outage.json").exists()
