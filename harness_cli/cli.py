@@ -243,13 +243,41 @@ def _dry_run(name: str, args: list[str]) -> int:
 def _invoke(name: str, module_name: str, args: list[str]) -> int:
     module = importlib.import_module(f"harness_cli.commands.{module_name}")
     try:
-        module.app(args=args, prog_name=f"harness {name}", standalone_mode=True)
+        # not standalone: a usage error comes back here as an exception, to be said in one line
+        # (and as JSON under --json) instead of click's boxed panel
+        code = module.app(args=args, prog_name=f"harness {name}", standalone_mode=False)
     except SystemExit as exc:
         code = exc.code
         if code is None:
             return errors.EXIT_OK
         return code if isinstance(code, int) else errors.EXIT_FAILED
-    return errors.EXIT_OK
+    except Exception as exc:
+        kinds = {k.__name__ for k in type(exc).__mro__}
+        if "Abort" in kinds:  # click's Ctrl-C / EOF at a prompt
+            return 130
+        if "ClickException" not in kinds:
+            raise
+        return _usage_error(name, exc)
+    # A command's own return value is not an exit code: only typer.Exit's (returned as int
+    # when not standalone) is.
+    return code if isinstance(code, int) and not isinstance(code, bool) else errors.EXIT_OK
+
+
+def _usage_error(name: str, exc: Exception) -> int:
+    """click's usage error (unknown option, missing value, bad parameter) as one line: what is
+    wrong and where help is; JSON on stdout under --json, like every other error."""
+    ctx = getattr(exc, "ctx", None)
+    where = getattr(ctx, "command_path", None) or f"harness {name}"
+    message = getattr(exc, "format_message", lambda: str(exc))()
+    line = f"{where}: {message} (see `{where} --help`)"
+    if OPTIONS.json:
+        import json
+
+        body = {"ok": False, "error": "UsageError", "message": line}
+        sys.stdout.write(json.dumps(body) + "\n")
+    sys.stderr.write(f"harness: {line}\n" if not line.startswith("harness") else f"{line}\n")
+    code = getattr(exc, "exit_code", errors.EXIT_USAGE)
+    return code if isinstance(code, int) else errors.EXIT_USAGE
 
 
 def _log_end(command: str, code: int, kind: str, line: str) -> None:
@@ -282,5 +310,27 @@ def _report(exc: errors.HarnessError) -> int:
     return exc.exit_code
 
 
+def load_env_file() -> None:
+    """A hand-run subcommand sees the tokens a scheduled one sees (#34 item 8): the non-empty
+    ``KEY=value`` lines of ``$HARNESS_HOME/env`` — the file harness-cron sources and the systemd
+    units read — fill in what this shell does not set; a variable set in the shell wins. A file
+    that cannot be read is left to ``harness doctor`` to name."""
+    import os
+
+    from harness_cli import paths
+    from harness_cli.ops.setup import read_env_file
+
+    try:
+        found = read_env_file(paths.env_file())
+    except (OSError, UnicodeDecodeError):
+        return
+    for key, value in found.items():
+        if value and not os.environ.get(key):
+            os.environ[key] = value
+
+
 def main() -> None:
+    """The console script. The env file is read here, not in ``run``: the in-process callers
+    (the inline dispatcher, tests) already run inside a configured environment."""
+    load_env_file()
     sys.exit(run(sys.argv[1:]))

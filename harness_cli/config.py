@@ -35,6 +35,7 @@ from harness_cli.errors import ConfigError
 from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.intake.thresholds import IntakeRate
 from harness_cli.investigation.thresholds import InvestigationThresholds
+from harness_cli.loop.outage_thresholds import OutageThresholds
 from harness_cli.memory.thresholds import MemoryThresholds
 from harness_cli.obligations.thresholds import ObligationThresholds
 from harness_cli.sessions.policy import SessionsPolicy
@@ -136,6 +137,8 @@ class HarnessConfig(_Human):
     """Where the SOPs and knowledge bases live, relative to this config folder."""
     thresholds: Thresholds = Field(default_factory=Thresholds)
     investigation: InvestigationThresholds = Field(default_factory=InvestigationThresholds)
+    model_outage: OutageThresholds = Field(default_factory=OutageThresholds)
+    """How long a model call waits out 429/5xx/529s, and how often a waiting case is retried."""
     """The on-call loop's confidence bars, ceilings and budgets (gates, force rules, exits)."""
     delivery: DeliveryThresholds = Field(default_factory=DeliveryThresholds)
     """Where worktrees live; the L2 push self-heal budget and confidence gate."""
@@ -288,7 +291,7 @@ def load_config(directory: Path | None = None) -> Config:
 
 def load_yaml_model(path: Path, model: type[M]) -> M:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_utf8(path)
     except FileNotFoundError:
         raise ConfigError(
             f"{path} not found", hint="run `harness init` or copy the example agent-config/"
@@ -326,9 +329,23 @@ def _parsed(text: str) -> Any:
     return copy.deepcopy(_PARSED[text])
 
 
+def _read_utf8(path: Path) -> str:
+    """The file as text; a byte that is not UTF-8 (a Latin-1 editor's é) is bad input named by
+    its line, not a crash."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: byte 0x{raw[exc.start]:02x} is not UTF-8",
+            hint="save the file as UTF-8 (or retype the character on that line)",
+        ) from None
+
+
 def load_json_model(path: Path, model: type[M]) -> M:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read_utf8(path))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: broken JSON: {exc.msg}") from None
     try:

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from harness_cli.output import OPTIONS
+
+TICK_S = 1.0
+"""How often the live line is redrawn without an event: the clock on it is in seconds."""
 
 
 class _State:
@@ -88,8 +92,18 @@ def live(title: str, *, max_iterations: int | None = None) -> Iterator[None]:
         handler = _Events(state, redraw)
         root = logging.getLogger("harness")
         root.addHandler(handler)
+        stop = threading.Event()
+
+        def tick() -> None:  # the elapsed time moves while a model call is silent
+            while not stop.wait(TICK_S):
+                redraw()
+
+        ticker = threading.Thread(target=tick, name="progress-tick", daemon=True)
+        ticker.start()
         try:
             with progress.listening(on_run):
                 yield
         finally:
+            stop.set()
+            ticker.join(timeout=2)
             root.removeHandler(handler)

@@ -52,7 +52,7 @@ def dev_agent(
         result.changed.append(f"MR {mr.get('web_url')} ({state})")
     pushed = "pushed" if outcome.get("pushed") else "nothing pushed"
     said = str(outcome.get("message") or f"{chosen}: {outcome.get('state') or pushed}")
-    if chosen == "task" and outcome.get("state") == "failed":
+    if (chosen == "task" and outcome.get("state") == "failed") or outcome.get("waiting"):
         result.errors.append(said)  # the work failed: exit 1, and the case says so
         result.exit_code = 1
     else:

@@ -37,7 +37,7 @@ def init(
     install_systemd: bool = typer.Option(
         False,
         "--install-systemd",
-        help="Print the systemd user units (listen, poll-slack timer, session fetch).",
+        help="Print the systemd user units: a timer per periodic subcommand, listen, sessions.",
     ),
     install_hooks: bool = typer.Option(
         False, "--install-hooks", help="Print the claude CLI hooks that sync sessions via git."
@@ -154,8 +154,8 @@ def _cron(result: Result, home: Path, config: Path, *, install: bool) -> str:
         result.messages.append(block.rstrip("\n"))
         result.messages.append(
             "not installed: re-run with --yes to put this block in your crontab (only the "
-            "lines between its markers change), or paste it into `crontab -e`. The listener "
-            "and a poll-slack timer are systemd user units: `harness init --install-systemd`."
+            "lines between its markers change), or paste it into `crontab -e`. Without cron, "
+            "the same jobs are systemd timers: `harness init --install-systemd`."
         )
         return block
     existing = schedule.current()
@@ -179,7 +179,7 @@ def _systemd(result: Result, *, install: bool) -> dict[str, str]:
     from harness_cli.state.store import atomic_write_text
 
     home, config = paths.home(), paths.install_config_dir()
-    units = {name: _render(home, config, f"systemd/{name}") for name in schedule.UNITS}
+    units = {name: _render(home, config, f"systemd/{name}") for name in schedule.unit_names()}
     folder = schedule.systemd_dir()
     if not install:
         for name, text in units.items():
@@ -194,8 +194,8 @@ def _systemd(result: Result, *, install: bool) -> dict[str, str]:
         atomic_write_text(target, text)
         result.changed.append(f"wrote {target}")
     result.messages.append(
-        "enable what you use (poll-slack from cron or from the timer, not both): "
-        "systemctl --user daemon-reload && systemctl --user enable --now "
-        "harness-poll-slack.timer harness-listen.service"
+        "enable the timers (each replaces its crontab line: use one or the other): "
+        f"{schedule.enable_command()}; the listener is optional: "
+        "systemctl --user enable --now harness-listen.service"
     )
     return units

@@ -38,6 +38,12 @@ def status() -> None:
             "last_24h": last_24h().to_json(),
         },
     )
+    from harness_cli.workspace import registry
+
+    result.data["unreadable_cases"] = [
+        {"id": c["id"], "problem": c["problem"]}
+        for c in registry.list_cases(include_broken=True, status=registry.BROKEN)
+    ]
     result.messages.append(status_text(ctx))
     waiting = run_slots.queued()
     result.data["waiting_for_a_slot"] = waiting

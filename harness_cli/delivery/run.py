@@ -13,6 +13,7 @@ from typing import Any
 
 from harness_cli.errors import HarnessError, InputError, PolicyRefused
 from harness_cli.logs import event
+from harness_cli.loop.runs import ModelUnavailable
 
 log = logging.getLogger("harness.dev_agent")
 
@@ -72,12 +73,45 @@ def run_dev_agent(
     )
     try:
         result = _told_mr(work, opened) if opened else runner(work)
+    except ModelUnavailable as exc:
+        if exc.kind != "outage":
+            _failed(work, mode, exc)
+            raise
+        return _wait_for_model(work, mode, args, exc, post=post)
     except BaseException as exc:
         _failed(work, mode, exc)
         raise
+    if post:
+        from harness_cli.loop import outage
+
+        outage.recovered(case_id)  # it got through: it waits for the model no more
     _tell(work, str(result.get("message") or _outcome(result)))
     _checkpoint_told(result)
     return result
+
+
+def _wait_for_model(
+    work: Any, mode: str, args: dict[str, Any], exc: ModelUnavailable, *, post: bool
+) -> dict[str, Any]:
+    """The model service stayed down past the run's retries: the case keeps its status (never
+    ``failed``), poll-slack runs this mode again once the outage is over (``loop.outage``), and
+    the operator hears of the outage once, not of each case."""
+    from harness_cli.loop import outage
+
+    why = outage.plain(exc.detail)
+    if post:
+        outage.wait(work.cfg, work.out, case_id=work.case.id, workflow="dev-agent",
+                    detail=exc.detail, args={**args, "mode": mode})  # fmt: skip
+    if work.status is not None:
+        work.status.waiting(f"the model API is {why}; tried again by itself")
+    return {
+        "mode": mode,
+        "state": "waiting",
+        "waiting": True,
+        "pushed": False,
+        "message": f"{work.case.id}: dev-agent {mode} waits: the model API is {why}; it is "
+        "tried again by the next cycles",
+    }
 
 
 def _told_by_a_killed_run() -> dict[str, Any] | None:

@@ -4,11 +4,12 @@ case's worktree of the run's repository, and the case status moves the runs make
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_cli.agents.runtime import RunRequest, Runtime
+from harness_cli.agents.runtime import RunRequest, RunResult, Runtime
 from harness_cli.config import Config
 from harness_cli.delivery import worktrees
 from harness_cli.errors import InputError, PolicyRefused, ServiceError
@@ -76,9 +77,8 @@ class Work:
             **values,
         )
         self.notes = []
-        if self.status is not None:
-            self.status.start(role)
-        result = self.runtime.run(
+        result = self._run_through_outage(
+            role,
             RunRequest(
                 role=role,
                 prompt=prompt,
@@ -88,7 +88,7 @@ class Work:
                 max_turns=40,
                 timeout_s=1200,
                 on_event=observe(self.status, case_id=self.case.id, role=role),
-            )
+            ),
         )
         event(
             log, "dev_agent_run", case_id=self.case.id, role=role, stop=result.stop,
@@ -99,6 +99,28 @@ class Work:
         if result.stop in ("error", "timeout") and not result.text:
             raise ServiceError(f"the {role} run failed: {result.error or result.stop}")
         return result.text
+
+    def _run_through_outage(self, role: str, req: RunRequest) -> RunResult:
+        """The run; one the model service failed transiently (429/5xx/529, connection) is run
+        again with backoff (``loop.outage``), and still failing it is raised as an outage:
+        the case then waits instead of failing (``delivery.run``)."""
+        from harness_cli.loop.outage import backoffs
+        from harness_cli.loop.runs import unavailable
+
+        waits = backoffs(self.cfg.harness.model_outage)
+        while True:
+            if self.status is not None:
+                self.status.start(role)
+            result = self.runtime.run(req)
+            failure = unavailable(role, result, self.case.id)
+            if failure is None or failure.kind != "outage":
+                return result
+            if not waits:
+                raise failure
+            wait = waits.pop(0)
+            event(log, "model_retry", logging.WARNING, role=role, wait_s=wait,
+                  error=" ".join(failure.detail.split())[:200])  # fmt: skip
+            time.sleep(wait)
 
 
 def worktree_for(work: Work) -> worktrees.Worktree:

@@ -200,12 +200,26 @@ def status_text(ctx: Intake) -> str:
         when = "when the pause ends" if view.paused else "by the next poll-slack cycle"
         lines.append(f"waiting to be replayed {when}: {len(view.held_work)}")
         lines += [f"• {h.workflow} {h.case_id} ({h.trigger})" for h in view.held_work[:10]]
-    open_cases = [c for c in registry.list_cases() if c.get("status") not in ("closed",)]
+    found = registry.list_cases(include_broken=True)
+    open_cases = [c for c in found if c.get("status") not in ("closed", registry.BROKEN)]
+    broken = [c for c in found if c.get("status") == registry.BROKEN]
     mrs = files.monitored_mrs().read().mrs
     lines.append(
         f"open cases: {len(open_cases)}; monitored MRs: {len(mrs)}"
         + (f" ({sum(1 for m in mrs.values() if m.paused)} paused)" if mrs else "")
     )
+    from harness_cli.loop import outage
+
+    waiting = outage.current()
+    if waiting is not None and waiting.waiting:
+        lines.append(
+            f"waiting for the model API ({waiting.why}) since {waiting.since[:16]}: "
+            + ", ".join(sorted(waiting.waiting))
+            + " (tried again by poll-slack)"
+        )
+    if broken:  # a case nobody can read is work nobody is doing: said, never hidden
+        lines.append(f"unreadable cases: {len(broken)}")
+        lines += [f"• {c['id']}: {c['problem']}" for c in broken[:10]]
     from harness_cli.ops.summary import last_24h
 
     lines += last_24h().lines()

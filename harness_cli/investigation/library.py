@@ -23,7 +23,19 @@ from harness_cli.errors import ConfigError
 
 Runtime = Literal["anthropic", "claude-code"]
 RUNTIMES: tuple[Runtime, ...] = ("anthropic", "claude-code")
-ExitName = Literal["complete", "blocked", "stalled", "degrading", "timeout", "failed", "budget"]
+ExitName = Literal[
+    "complete",
+    "blocked",
+    "stalled",
+    "degrading",
+    "timeout",
+    "failed",
+    "budget",
+    "waiting",
+    "refused",
+]
+"""The loop's exits, plus ``waiting`` (a model outage: the case is tried again) and ``refused``
+(nothing was started: e.g. no credentials, #34 item 5)."""
 EVALS_DIR = Path(__file__).resolve().parents[1] / "defaults" / "evals"
 """The eval suites, shipped in the package (``evals/`` in a checkout links here)."""
 DEFAULT_DIR = EVALS_DIR / "investigation"

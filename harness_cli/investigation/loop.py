@@ -101,6 +101,8 @@ class Loop:
                 "exit_budget", exc.line(), exit_note=exc.note, exit_code=exc.exit_code
             )
         except ModelUnavailable as exc:
+            if exc.kind == "outage":  # weather, not a verdict: the case waits (loop.outage)
+                raise
             event(log, "investigation_could_not_run", logging.ERROR, case_id=self.case.id,
                   kind=exc.kind, role=exc.role, error=exc.detail[:500])  # fmt: skip
             decision = Decision(

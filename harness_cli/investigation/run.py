@@ -13,10 +13,11 @@ from typing import Any
 
 from harness_cli.agents.factory import configured_runtime
 from harness_cli.config import Config, load_config
-from harness_cli.errors import PolicyRefused
+from harness_cli.errors import EXIT_FAILED, PolicyRefused
 from harness_cli.investigation.loop import Loop, cache_prefix
 from harness_cli.investigation.publish import PUBLISHED, publish, read_ticket, resume_published
-from harness_cli.loop.runs import CaseRunner, evidence_paths
+from harness_cli.loop import outage
+from harness_cli.loop.runs import CaseRunner, ModelUnavailable, evidence_paths
 from harness_cli.ops import status_message
 from harness_cli.workspace import registry
 
@@ -56,6 +57,10 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
     try:
         ticket = read_ticket(folder, cfg.harness.inputs.ticket_chars)
         result = Loop(cfg, case, folder, runner, ticket, committer=committer).run()
+    except ModelUnavailable as exc:
+        if exc.kind != "outage":
+            raise  # pragma: no cover - the loop turns every other kind into exit=failed
+        return _wait_for_model(cfg, case_id, exc, status, post=post)
     except BaseException as exc:
         if status is not None:
             status.failed(status_message.reason(exc))
@@ -68,6 +73,8 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
 
         out = factory.outbound(cfg)
     done = publish(cfg, case_id, result, out, sync_now=post)
+    if post:
+        outage.recovered(case_id)  # it got through: it waits no more
     decision = result.decision
     if status is not None:
         # The exit line goes out once, in the post below the status message.
@@ -89,6 +96,42 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         "exit_code": decision.exit_code,
         "dry_run": not post,
         "actions": actions,
+    }
+
+
+def _wait_for_model(
+    cfg: Config,
+    case_id: str,
+    exc: ModelUnavailable,
+    status: status_message.StatusReporter | None,
+    *,
+    post: bool,
+) -> dict[str, Any]:
+    """The model service stayed down past the call's retries: the case waits (still
+    ``investigating``, never ``failed``), the next poll-slack cycles try it again, and the
+    operator hears of the outage once (``loop.outage``), not of each case."""
+    why = outage.plain(exc.detail)
+    if post:
+        from harness_cli.services import factory
+
+        outage.wait(cfg, factory.outbound(cfg, factory.lazy_slack()), case_id=case_id,
+                    workflow="investigate", detail=exc.detail)  # fmt: skip
+    if status is not None:
+        status.waiting(f"the model API is {why}; tried again by itself")
+    line = f"waiting: the model API is {why}; case {case_id} is tried again by the next cycles"
+    return {
+        "case_id": case_id,
+        "exit_line": line,
+        "exit": "waiting",
+        "status": registry.load_case(case_id).status,
+        "iterations": 0,
+        "posted_ts": None,
+        "owed": None,
+        "confidence": None,
+        "reason": line,
+        "exit_code": EXIT_FAILED,
+        "dry_run": not post,
+        "waiting": True,
     }
 
 

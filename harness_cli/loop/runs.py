@@ -184,6 +184,8 @@ class CaseRunner:
     deadline: float | None = None
     """``time.monotonic()`` at which the run's wall clock runs out (the loop sets it): no call
     runs past it, whatever its own ``timeout_s``."""
+    sleep: Callable[[float], None] = time.sleep
+    """How a retry waits out its backoff."""
 
     def __call__(self, role: str, prompt: str, *, context: str = "") -> str:
         """``context``: what stays the same for every call of this role in the case (the
@@ -235,6 +237,25 @@ class CaseRunner:
         )
 
     def _run(self, role: str, req: RunRequest) -> str:
+        """One call; a transient failure of the model service is tried again with backoff
+        while the run's wall clock allows (``loop.outage``), then raised as ``outage``."""
+        from harness_cli.loop.outage import backoffs
+
+        waits = backoffs(self.cfg.harness.model_outage)
+        while True:
+            try:
+                return self._once(role, req)
+            except ModelUnavailable as exc:
+                if exc.kind != "outage" or not waits:
+                    raise
+                wait = waits.pop(0)
+                if self.deadline is not None and time.monotonic() + wait >= self.deadline:
+                    raise
+                event(log, "model_retry", logging.WARNING, role=role, wait_s=wait,
+                      error=" ".join(exc.detail.split())[:200])  # fmt: skip
+                self.sleep(wait)
+
+    def _once(self, role: str, req: RunRequest) -> str:
         if self.status is not None:
             self.status.start(role)
         started = time.monotonic()

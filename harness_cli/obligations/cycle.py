@@ -51,6 +51,12 @@ def tend(
     except HarnessError as exc:
         event(log, "unbegun_payloads_failed", logging.WARNING, error=exc.line())
     try:
+        from harness_cli.loop import outage
+
+        lines += outage.resume_due(backend)  # the cases a model outage left waiting
+    except HarnessError as exc:
+        event(log, "outage_resume_failed", logging.WARNING, error=exc.line())
+    try:
         lines += dispatch.start_waiting(backend)  # runs waiting for a slot a dead run freed
     except HarnessError as exc:
         event(log, "start_waiting_failed", logging.WARNING, error=exc.line())

@@ -30,23 +30,30 @@ def local_checks() -> list[Check]:
 
 
 def git_identity() -> Check:
-    """Who the workspace commits are by. Without one they fall back to a generic identity, so
-    a second machine's commits cannot be told apart."""
-    found = {}
-    for key in ("user.name", "user.email"):
-        proc = subprocess.run(
-            ["git", "config", "--get", key], capture_output=True, text=True, check=False
+    """Who the harness's commits on case branches are by (``delivery.identity``, the one rule):
+    with no ``delivery.commit_author`` and no machine identity (or only a placeholder), every
+    approved ticket fails at its first commit, so this fails here rather than at the ticket."""
+    from harness_cli.config import load_config
+    from harness_cli.delivery.identity import commit_identity
+    from harness_cli.delivery.thresholds import DeliveryThresholds
+
+    try:
+        delivery, where = load_config().harness.delivery, paths.config_dir() / "harness.yaml"
+    except HarnessError:  # the config check says why; the machine's identity still counts
+        delivery, where = DeliveryThresholds(), paths.config_dir() / "harness.yaml"
+    try:
+        name, email = commit_identity(delivery)
+    except HarnessError as exc:
+        return Check(
+            "git identity",
+            "fail",
+            f"{exc.message}: every approved ticket would fail at its first commit",
+            f'set delivery.commit_author: "Your Name <you@team.example>" in {where}, or '
+            'git config --global user.name "Your Name" && '
+            'git config --global user.email "you@team.example"',
         )
-        found[key] = proc.stdout.strip()
-    if all(found.values()):
-        return Check("git identity", "ok", f"{found['user.name']} <{found['user.email']}>")
-    missing = " and ".join(k for k, v in found.items() if not v)
-    return Check(
-        "git identity",
-        "warn",
-        f"{missing} not set: workspace commits use the harness's fallback identity",
-        'git config --global user.name "…" && git config --global user.email "…"',
-    )
+    source = "delivery.commit_author" if delivery.commit_author.strip() else "git config"
+    return Check("git identity", "ok", f"{name} <{email}> ({source})")
 
 
 def workspace_remote() -> Check | None:
@@ -138,12 +145,15 @@ def scheduled() -> bool:
 def _installed_units() -> list[Path]:
     from harness_cli.ops import schedule as cron
 
-    return [cron.systemd_dir() / n for n in cron.UNITS if (cron.systemd_dir() / n).is_file()]
+    folder = cron.systemd_dir()
+    return [folder / n for n in cron.unit_names() if (folder / n).is_file()]
 
 
 def schedule() -> list[Check]:
-    """Something runs the periodic subcommands (the crontab block, or the systemd timer), and
-    what it runs exists and carries this run's paths."""
+    """Every periodic subcommand of the crontab is run by something enabled — its crontab line
+    or its systemd timer (a unit file on disk that systemd was never told to start runs
+    nothing) — and what runs it exists and carries this run's paths. The fix is one that
+    works on this machine: the systemd path where there is no ``crontab`` command."""
     from harness_cli.ops import schedule as cron
 
     fix = "re-run `harness init --install-cron --yes` with the HARNESS_* this shell uses"
@@ -155,6 +165,7 @@ def schedule() -> list[Check]:
         problem = ""
     block = cron.block_of(crontab or "")
     out: list[Check] = []
+    via_cron: set[str] = set()
     if block:
         jobs = cron.entries(block)
         env = cron.assignments(block)
@@ -167,25 +178,63 @@ def schedule() -> list[Check]:
         if gone:
             problems.insert(0, f"the crontab runs {', '.join(gone)}, which is gone")
         if problems:
-            out.append(Check("schedule", "fail", "; ".join(problems), fix))
-        else:
-            out.append(Check("schedule", "ok", f"crontab: {len(jobs)} harness job(s)"))
+            return [Check("schedule", "fail", "; ".join(problems), fix), *_units()]
+        via_cron = {e.argv[1] for e in jobs if len(e.argv) > 1}
     out += _units()
-    if out:
-        return out
-    if _systemd_timer():
-        return [Check("schedule", "ok", "systemd: harness-poll-slack.timer enabled")]
-    detail = "no harness block in the crontab and no harness timer"
-    if crontab is None:
-        detail = problem or "no crontab command and no harness timer"
-    return [
-        Check(
-            "schedule",
-            "warn",
-            detail + ": nothing polls Slack or watches the MRs",
-            "`harness init --install-cron` prints the crontab; add --yes to install it",
+    periodic = cron.jobs()
+    timers = [j.timer for j in periodic if (cron.systemd_dir() / j.timer).is_file()]
+    enabled = _enabled(timers)
+    via_systemd = {j.name for j in periodic if j.timer in enabled}
+    missing = [j.name for j in periodic if j.name not in via_cron | via_systemd]
+    idle = [t for t in timers if t not in enabled]
+    if not missing:
+        how = [f"crontab: {', '.join(sorted(via_cron))}"] if via_cron else []
+        how += [f"systemd timers: {', '.join(sorted(via_systemd))}"] if via_systemd else []
+        return [Check("schedule", "ok", "; ".join(how)), *out]
+    detail = f"nothing runs {', '.join(missing)}"
+    if idle:
+        detail += f" ({', '.join(idle)} installed but not enabled)"
+    elif not block and not timers:
+        detail = (problem or "no harness block in the crontab and no harness timer") + (
+            ": nothing polls Slack or watches the MRs"
         )
-    ]
+    if crontab is not None:
+        fix = "`harness init --install-cron` prints the crontab; add --yes to install it"
+    elif idle:
+        fix = cron.enable_command()
+    else:  # no cron here: the systemd units are the schedule
+        fix = f"harness init --install-systemd --yes && {cron.enable_command()}"
+    return [Check("schedule", "warn", detail, fix), *out]
+
+
+def _enabled(units: list[str]) -> set[str]:
+    """The units ``systemctl --user is-enabled`` says are enabled (none without systemctl)."""
+    exe = shutil.which("systemctl")
+    if exe is None or not units:
+        return set()
+    found = set()
+    for unit in units:
+        try:
+            proc = subprocess.run(
+                [exe, "--user", "is-enabled", "--quiet", unit],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=10,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if proc.returncode == 0:
+            found.add(unit)
+    return found
+
+
+def listener_enabled() -> bool:
+    """harness-listen.service is installed and enabled: only then does it need a token."""
+    from harness_cli.ops import schedule as cron
+
+    unit = "harness-listen.service"
+    return (cron.systemd_dir() / unit).is_file() and unit in _enabled([unit])
 
 
 def _units() -> list[Check]:
@@ -220,23 +269,6 @@ def _units() -> list[Check]:
             else Check(name, "ok", f"{unit} runs {argv[0]}")
         )
     return out
-
-
-def _systemd_timer() -> bool:
-    exe = shutil.which("systemctl")
-    if exe is None:
-        return False
-    try:
-        proc = subprocess.run(
-            [exe, "--user", "is-enabled", "harness-poll-slack.timer"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=10,
-        )
-    except subprocess.TimeoutExpired:
-        return False
-    return proc.returncode == 0
 
 
 def mcp_servers() -> list[Check]:

@@ -78,10 +78,10 @@ def _needs(cfg: Config | None) -> dict[str, str]:
         needs["GITLAB_URL"] = "the GitLab instance of those repos"
     if runtime(cfg)[0] == "anthropic" or not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
         needs["ANTHROPIC_API_KEY"] = "the model (the claude CLI reads it too)"
-    from harness_cli.ops.schedule import systemd_dir
+    from harness_cli.ops.doctor_checks import listener_enabled
 
-    if (systemd_dir() / "harness-listen.service").exists():
-        needs["SLACK_APP_TOKEN"] = "harness-listen.service (Socket Mode) is installed"
+    if listener_enabled():  # a unit file nobody enabled runs nothing and needs nothing
+        needs["SLACK_APP_TOKEN"] = "harness-listen.service (Socket Mode) is enabled"
     return needs
 
 

@@ -25,12 +25,10 @@ END = "# <<< harness <<<"
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
-UNITS = (
-    "harness-listen.service",
-    "harness-poll-slack.service",
-    "harness-poll-slack.timer",
-    "harness-session-fetch.service",
-)
+UNITS = ("harness-listen.service", "harness-session-fetch.service")
+"""The units that are files of their own; each periodic subcommand's service and timer are
+rendered from ``PERIODIC`` (``job_units``), so the crontab stays the one list of what runs."""
+PERIODIC = ("harness-periodic.service", "harness-periodic.timer")
 BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -93,6 +91,69 @@ def values(
     }
 
 
+@dataclass(frozen=True)
+class Job:
+    """One periodic subcommand: its crontab line, and the systemd units that stand for it."""
+
+    schedule: str
+    args: list[str]
+
+    @property
+    def name(self) -> str:
+        return self.args[0]
+
+    @property
+    def service(self) -> str:
+        return f"harness-{self.name}.service"
+
+    @property
+    def timer(self) -> str:
+        return f"harness-{self.name}.timer"
+
+
+def jobs() -> list[Job]:
+    """Every periodic subcommand of the packaged crontab, in its order (the one list: the
+    systemd timers and doctor's check of what is scheduled are derived from it)."""
+    return [Job(e.schedule, e.argv[1:]) for e in entries(template()) if len(e.argv) > 1]
+
+
+def unit_names() -> list[str]:
+    """Every unit ``--install-systemd`` writes."""
+    return [*UNITS, *(u for j in jobs() for u in (j.service, j.timer))]
+
+
+def enable_command() -> str:
+    """What turns the written timers into a schedule (systemd runs no unit it was not told to)."""
+    timers = " ".join(j.timer for j in jobs())
+    return f"systemctl --user daemon-reload && systemctl --user enable --now {timers}"
+
+
+_DAYS = ("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def on_calendar(cron_fields: str) -> str:
+    """A crontab schedule as systemd's ``OnCalendar=`` says it, for the forms the packaged
+    crontab uses: ``*``, ``N``, ``A,B``, ``*/S`` and ``A-B/S`` (B the field's maximum)."""
+    minute, hour, dom, month, dow = cron_fields.split()
+
+    def field(value: str, width: int = 2) -> str:
+        if value == "*":
+            return "*"
+        if "/" in value:
+            base, step = value.split("/", 1)
+            start = "0" if base == "*" else base.split("-")[0]
+            return f"{int(start):0{width}d}/{int(step)}"
+        if "-" in value:
+            low, high = value.split("-", 1)
+            return f"{int(low):0{width}d}..{int(high):0{width}d}"
+        return ",".join(f"{int(v):0{width}d}" for v in value.split(","))
+
+    days = ""
+    if dow != "*":
+        days = ",".join(_DAYS[int(d)] for d in dow.split(",")) + " "
+    return f"{days}*-{field(month)}-{field(dom)} {field(hour)}:{field(minute)}:00"
+
+
 def render(
     *,
     home: Path,
@@ -106,7 +167,18 @@ def render(
     found = values(
         home=home, config=config, workspace=workspace, worktrees=worktrees, bin_path=bin_path
     )
-    text = template(name)
+    job = next((j for j in jobs() if name in (f"systemd/{j.service}", f"systemd/{j.timer}")), None)
+    if job is not None:
+        text = template(f"systemd/{PERIODIC[0 if name.endswith('.service') else 1]}")
+        found = {
+            **found,
+            "JOB": job.name,
+            "ARGS": " ".join(job.args),
+            "CRON": job.schedule,
+            "ON_CALENDAR": on_calendar(job.schedule),
+        }
+    else:
+        text = template(name)
     for key, value in found.items():
         text = text.replace(f"@{key}@", value)
     return text

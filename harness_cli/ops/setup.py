@@ -9,43 +9,31 @@ operator adds their own (``harness_cli.resources``).
 
 from __future__ import annotations
 
+import copy
 import os
+import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness_cli.errors import ConfigError
 
 if TYPE_CHECKING:
     from harness_cli.config import Config
 
-STARTER_HARNESS = """\
+HARNESS_HEADER = """\
 # harness.yaml — who the operator is and where the harness may speak. Unknown keys are an
 # error. Every threshold has a default; the example config lists them all:
 # harness_cli/defaults/agent-config/harness.yaml in the installed package.
-schema_version: 1
-operator:
-  slack_user_id: {user}      # only this user's "admin: …" messages are obeyed
-  self_dm_channel: {dm}      # the operator's self-DM: admin commands in, case threads out
-outbound_allowlist: [{dm}]   # the only channels the harness may post to
-auto_monitor: true
+#   operator.slack_user_id: only this user's "admin: …" messages are obeyed
+#   operator.self_dm_channel: the operator's self-DM: admin commands in, case threads out
+#   outbound_allowlist: the only channels the harness may post to
 """
 
-STARTER_PROJECTS = """\
+PROJECTS_HEADER = """\
 # projects.yaml — one entry per team. Routing: Jira prefix, then Slack channel, then default.
 # sop/kb are relative to ../sops (harness.yaml's sops_dir).
-schema_version: 1
-default_project: {project}
-projects:
-  {project}:
-    sop: "{project}/SOP.md"
-    kb: "{project}/KNOWLEDGE-BASE.md"
-    dfr_threads_dir: "{project}/threads"
-    task_dir: "task-workspaces"
-    slack_channels: [{channels}]
-    jira_prefixes: [{prefixes}]
-    repos: [{repos}]
 """
 
 STARTER_SOP = """\
@@ -95,20 +83,84 @@ class Written:
     skipped: list[str] = field(default_factory=list)
 
 
-def _csv(values: list[str]) -> str:
-    return ", ".join(f'"{v}"' for v in values)
+# What each flag may hold: Slack and Jira ids are plain tokens, so a value like "#alice" or
+# "@bob" (a name, not an id) is refused before anything is written. A project name may be any
+# words (it is written by a YAML serializer) but becomes a folder under sops/.
+FLAG_FORMATS: dict[str, tuple[str, str]] = {
+    "--slack-user": (
+        r"[UW][A-Z0-9]{2,}",
+        "a Slack user id like U0123ABCD (profile → ⋮ → Copy member ID)",
+    ),
+    "--self-dm": (
+        r"[DCG][A-Z0-9]{2,}",
+        "a Slack channel id like D0123ABCD (open the DM → channel details)",
+    ),
+    "--channel": (r"[CG][A-Z0-9]{2,}", "a Slack channel id like C0123ABCD, not its #name"),
+    "--jira-prefix": (r"[A-Z][A-Z0-9_]*", "a Jira project key like OPS"),
+    "--repo": (r"[\w.-]+(/[\w.-]+)+", "a GitLab project path like group/service"),
+}
+
+
+def validate(wanted: Wanted) -> None:
+    """Each flag value has the shape of what it names, in one line naming the flag."""
+    import re
+
+    given = [
+        ("--slack-user", [wanted.slack_user] if wanted.slack_user else []),
+        ("--self-dm", [wanted.self_dm] if wanted.self_dm else []),
+        ("--channel", wanted.channels),
+        ("--jira-prefix", wanted.jira_prefixes),
+        ("--repo", wanted.repos),
+    ]
+    for flag, values in given:
+        pattern, what = FLAG_FORMATS[flag]
+        for value in values:
+            if not re.fullmatch(pattern, value):
+                raise ConfigError(
+                    f"{flag} {value!r} is not {what}", hint=f"re-run with {flag} <id>"
+                )
+    name = wanted.project
+    if name is not None and (
+        not name.strip()
+        or name != name.strip()
+        or any(c in name for c in "/\\")
+        or name.startswith(".")
+        or not name.isprintable()
+        or len(name) > 100
+    ):
+        raise ConfigError(
+            f"--project {name!r} cannot be a project name",
+            hint="use printable words without / or \\ and no leading dot (it becomes a folder "
+            "under sops/)",
+        )
 
 
 def write_config(folder: Path, wanted: Wanted, *, force: bool = False) -> Written:
-    """Write the starter config, keep a matching one, refuse a contradicting one."""
+    """Write the starter config, keep a matching one, refuse a contradicting one. With
+    ``force``, only a file that contradicts the flags (or cannot be read) is rewritten, and
+    only in the keys the flags name; each old version is kept as the next free backup."""
     from harness_cli.config import load_config
 
+    validate(wanted)
     out = Written()
-    wrote = False
     names = ("harness.yaml", "projects.yaml")
     exists = [(folder / n).exists() for n in names]
+    if any(exists) and not all(exists) and not force:
+        missing = [n for n, e in zip(names, exists, strict=True) if not e]
+        raise ConfigError(
+            f"{folder} has only part of a config ({', '.join(missing)} missing)",
+            hint="restore the missing file, or re-run with --force to write both from the flags",
+        )
     if all(exists) and not force:
-        found = conflicts(load_config(folder), wanted)
+        try:
+            cfg = load_config(folder)
+        except ConfigError as exc:
+            raise ConfigError(
+                exc.message,
+                hint=f"{exc.hint or 'fix it'}, or re-run with --force to rewrite it from the "
+                "flags (the old one is kept as a backup)",
+            ) from None
+        found = conflicts(cfg, wanted)
         if found:
             raise ConfigError(
                 f"the config in {folder} contradicts the flags: " + "; ".join(found),
@@ -116,25 +168,9 @@ def write_config(folder: Path, wanted: Wanted, *, force: bool = False) -> Writte
                 "with --force to rewrite them from the flags (the old ones are kept as .bak)",
             )
         out.skipped += [f"kept {folder / n} (it matches the flags)" for n in names]
-    elif any(exists) and not force:
-        missing = [n for n, e in zip(names, exists, strict=True) if not e]
-        raise ConfigError(
-            f"{folder} has only part of a config ({', '.join(missing)} missing)",
-            hint="restore the missing file, or re-run with --force to write both from the flags",
-        )
+        wrote = False
     else:
-        base = load_config(folder) if all(exists) else None
-        texts = _starter_texts(wanted, base, folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, text in texts.items():
-            target = folder / name
-            if target.exists():
-                target.replace(target.with_name(name + ".bak"))
-                out.changed.append(f"rewrote {target} (the old one is {name}.bak)")
-            else:
-                out.changed.append(f"wrote {target}")
-            target.write_text(text, encoding="utf-8")
-        wrote = True
+        wrote = _write_from_flags(folder, wanted, out)
     mcp = folder / "mcp.json"
     if not mcp.exists():
         mcp.write_text('{\n  "mcpServers": {}\n}\n', encoding="utf-8")
@@ -182,33 +218,140 @@ def conflicts(cfg: Config, wanted: Wanted) -> list[str]:
     return found
 
 
-def _starter_texts(wanted: Wanted, base: Config | None, folder: Path) -> dict[str, str]:
-    user, dm = wanted.slack_user, wanted.self_dm
-    project = wanted.project
-    channels, prefixes, repos = wanted.channels, wanted.jira_prefixes, wanted.repos
-    if base is not None:  # --force: flags not given keep what the old config said
-        user = user or base.harness.operator.slack_user_id
-        dm = dm or base.harness.operator.self_dm_channel
-        project = project or base.projects.default_project
-        old = base.projects.projects.get(project)
-        if old is not None:
-            channels = channels or old.slack_channels
-            prefixes = prefixes or old.jira_prefixes
-            repos = repos or old.repos
-    missing = [f for f, v in (("--slack-user", user), ("--self-dm", dm)) if not v]
+def _readable(path: Path, model: type[Any]) -> dict[str, Any] | None:
+    """The file's settings when it parses and validates; None when it is missing or broken."""
+    import yaml
+    from pydantic import ValidationError
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        model.model_validate(data)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValidationError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_from_flags(folder: Path, wanted: Wanted, out: Written) -> bool:
+    """Each file that is missing, unreadable or contradicts the flags, rewritten from them
+    (readable files keep every key the flags do not name). True when anything was written."""
+    from pydantic import ValidationError
+
+    from harness_cli.config import HarnessConfig, ProjectsConfig
+
+    old_h = _readable(folder / "harness.yaml", HarnessConfig)
+    old_p = _readable(folder / "projects.yaml", ProjectsConfig)
+    new_h = _harness_data(wanted, old_h, folder)
+    new_p = _projects_data(wanted, old_p)
+    try:  # both are checked before either is written
+        HarnessConfig.model_validate(new_h)
+        ProjectsConfig.model_validate(new_p)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise ConfigError(
+            f"the flags would make an invalid config in {folder}: {where}: {err['msg']}",
+            hint="edit the files by hand, or pass flags that agree with the other projects",
+        ) from None
+    folder.mkdir(parents=True, exist_ok=True)
+    wrote = False
+    for name, old, new, header in (
+        ("harness.yaml", old_h, new_h, HARNESS_HEADER),
+        ("projects.yaml", old_p, new_p, PROJECTS_HEADER),
+    ):
+        target = folder / name
+        if old is not None and old == new:
+            out.skipped.append(f"kept {target} (it matches the flags)")
+            continue
+        text = (header if old is None else "") + _dump(new)
+        if target.exists():
+            backup = _next_backup(target)
+            shutil.copy2(target, backup)
+            out.changed.append(f"rewrote {target} (the old one is {backup.name})")
+        else:
+            out.changed.append(f"wrote {target}")
+        tmp = target.with_name(f".{name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+        wrote = True
+    return wrote
+
+
+def _dump(data: dict[str, Any]) -> str:
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
+
+
+def _next_backup(target: Path) -> Path:
+    """``NAME.bak``, then ``NAME.bak.1``, ``NAME.bak.2``…: a backup is never overwritten."""
+    candidate = target.with_name(target.name + ".bak")
+    n = 0
+    while candidate.exists():
+        n += 1
+        candidate = target.with_name(f"{target.name}.bak.{n}")
+    return candidate
+
+
+def _harness_data(wanted: Wanted, old: dict[str, Any] | None, folder: Path) -> dict[str, Any]:
+    if old is not None:
+        data = copy.deepcopy(old)
+        op = data.setdefault("operator", {})
+        if wanted.self_dm and wanted.self_dm != op.get("self_dm_channel"):
+            allow = data.get("outbound_allowlist")
+            if isinstance(allow, list):  # the old self-DM's place in it goes to the new one
+                data["outbound_allowlist"] = [
+                    wanted.self_dm if c == op.get("self_dm_channel") else c for c in allow
+                ]
+            op["self_dm_channel"] = wanted.self_dm
+        if wanted.slack_user:
+            op["slack_user_id"] = wanted.slack_user
+        return data
+    missing = [
+        f for f, v in (("--slack-user", wanted.slack_user), ("--self-dm", wanted.self_dm)) if not v
+    ]
     if missing:
         raise ConfigError(
-            f"no config in {folder} yet, and a new one needs {' and '.join(missing)}",
+            f"no readable harness.yaml in {folder}, and a new one needs {' and '.join(missing)}",
             hint="give the operator's Slack user id (U…) and self-DM channel id (D…), e.g. "
             "`harness init --slack-user U123 --self-dm D456 --channel C789 --repo group/service`",
         )
-    project = project or "team-a"
     return {
-        "harness.yaml": STARTER_HARNESS.format(user=user, dm=dm),
-        "projects.yaml": STARTER_PROJECTS.format(
-            project=project, channels=_csv(channels), prefixes=_csv(prefixes), repos=_csv(repos)
-        ),
+        "schema_version": 1,
+        "operator": {"slack_user_id": wanted.slack_user, "self_dm_channel": wanted.self_dm},
+        "outbound_allowlist": [wanted.self_dm],
+        "auto_monitor": True,
     }
+
+
+def _projects_data(wanted: Wanted, old: dict[str, Any] | None) -> dict[str, Any]:
+    data: dict[str, Any] = (
+        copy.deepcopy(old) if old is not None else {"schema_version": 1, "projects": {}}
+    )
+    name = str(wanted.project or data.get("default_project") or "team-a")
+    projects: dict[str, Any] = data.setdefault("projects", {})
+    if name not in projects:
+        projects[name] = {
+            "sop": f"{name}/SOP.md",
+            "kb": f"{name}/KNOWLEDGE-BASE.md",
+            "dfr_threads_dir": f"{name}/threads",
+            "task_dir": "task-workspaces",
+            "slack_channels": [],
+            "jira_prefixes": [],
+            "repos": [],
+        }
+    if wanted.project or "default_project" not in data:
+        data["default_project"] = name
+        data = {"schema_version": data.pop("schema_version", 1),
+                "default_project": data.pop("default_project"), **data}  # fmt: skip
+    project = data["projects"][name]
+    for key, given in (
+        ("slack_channels", wanted.channels),
+        ("jira_prefixes", wanted.jira_prefixes),
+        ("repos", wanted.repos),
+    ):
+        if given:
+            project[key] = list(given)
+    return data
 
 
 def _write_project_sops(cfg: Config, out: Written) -> None:

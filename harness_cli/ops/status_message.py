@@ -141,6 +141,10 @@ class StatusReporter:
     def failed(self, reason: str) -> None:
         self._close(":x:", f"Failed: {' '.join(reason.split())[:300]}")
 
+    def waiting(self, reason: str) -> None:
+        """Not failed: the run stopped on something outside it and is tried again by itself."""
+        self._close(":double_vertical_bar:", f"Waiting: {' '.join(reason.split())[:300]}")
+
     # -- plumbing ----------------------------------------------------------------------------
     def render(self, icon: str = ":hourglass_flowing_sand:", status: str | None = None) -> str:
         phase = f" ({self.phase})" if self.phase else ""

@@ -106,7 +106,7 @@ def _from_logs(summary: Summary, since: datetime, now: datetime) -> None:
     notified: Counter[str] = Counter()
     for entry in _entries(paths.logs_dir() / "agent.log", since, summary):
         name = str(entry.get("event", ""))
-        if entry.get("level") in ("error", "critical"):
+        if entry.get("level") in ("error", "critical") and not _operator_typo(entry):
             summary.errors += 1
         if name in RUN_EVENTS:
             runs[str(entry.get("role") or name)] += 1
@@ -125,6 +125,12 @@ def _from_logs(summary: Summary, since: datetime, now: datetime) -> None:
             escalations[name] += 1
     summary.runs, summary.exits = dict(runs), dict(exits)
     summary.escalations, summary.notifications = dict(escalations), dict(notified)
+
+
+def _operator_typo(entry: dict[str, Any]) -> bool:
+    """A command line the operator mistyped (an unknown case, a bad admin verb): told to them
+    on the spot with exit 2, and no error of the harness's to count."""
+    return entry.get("event") == "command_failed" and entry.get("error") == "InputError"
 
 
 def _from_cost(summary: Summary, since: datetime, now: datetime) -> None:

@@ -221,12 +221,14 @@ def _run(
     started = time.monotonic()
     code, out = _cli("investigate", CASE_ID, "--json")
     wall = time.monotonic() - started
-    data = _data(out)
+    data = _data(out) or _refusal(out)
     folder = root / "workspace" / "case-workspaces" / CASE_ID
     line = str(data.get("exit_line", ""))
     seen = Observed(
         runtime=runtime,
-        exit=line.split()[0].removeprefix("exit=") if line.startswith("exit=") else None,
+        exit=line.split()[0].removeprefix("exit=")
+        if line.startswith("exit=")
+        else data.get("exit"),  # "waiting": a model outage is not one of the loop's exits
         exit_code=code,
         exit_line=line,
         iterations=int(data.get("iterations", 0)),
@@ -258,6 +260,17 @@ def _data(out: str) -> dict[str, Any]:
     except (ValueError, AttributeError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _refusal(out: str) -> dict[str, Any]:
+    """The one error line of a run that refused before it started (``--json``: ok false)."""
+    try:
+        body = json.loads(out.strip().splitlines()[-1]) if out.strip() else None
+    except ValueError:
+        return {}
+    if not isinstance(body, dict) or body.get("ok") is not False:
+        return {}
+    return {"exit": "refused", "exit_line": str(body.get("message", ""))}
 
 
 def _status(folder: Path) -> str:

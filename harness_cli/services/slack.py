@@ -67,7 +67,8 @@ class SlackSettings:
         if not token:
             raise ConfigError(
                 "SLACK_USER_TOKEN is not set",
-                hint="export the operator's user token (xoxp-…); `harness doctor` checks it",
+                hint="put the operator's user token (xoxp-…) in $HARNESS_HOME/env as "
+                "SLACK_USER_TOKEN=… (or export it); `harness doctor` checks it",
             )
         base = os.environ.get("SLACK_API_URL", "https://slack.com/api/")
         return cls(base_url=base if base.endswith("/") else base + "/", token=token)

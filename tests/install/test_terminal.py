@@ -67,6 +67,23 @@ def test_investigate_and_dev_agent_show_live_progress_and_warnings_read_as_one_l
     assert re.search(r"\d[\d,]* tokens", screen)
 
 
+@pytest.mark.slow
+def test_the_live_clock_ticks_while_the_first_model_call_is_silent(
+    cli: Any, box: Sandbox, tmp_path: Path
+) -> None:
+    """#34 item 15: a slow first answer from the model is the moment an operator wonders
+    whether anything runs; the elapsed time on the live line moves every second all the same."""
+    from harness_cli.sandbox.httpbase import Fault
+
+    box.slack.post_as("C0SUPPORT", "U0CUSTOMER", f"{SAMPLE_TICKET} (AAA-102)")
+    assert cli("poll-slack")[0] == 0
+    box.anthropic.add_fault(Fault("delay", match="/v1/messages", seconds=4.5))
+    code, screen = terminal("investigate", "AAA-102", "--no-post", cwd=tmp_path)
+    assert code == 0, screen
+    for second in ("0m01s", "0m02s", "0m03s"):
+        assert second in screen, screen[-2000:]
+
+
 def test_no_boolean_flag_shows_a_bool_metavar(cli: Any) -> None:
     for name, entry in COMMANDS.items():
         if entry.module is None:

@@ -8,6 +8,7 @@ import fcntl
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -95,10 +96,11 @@ def test_the_gitlab_schedules_run_the_same_subcommands() -> None:
     assert "resource_group" in data[".harness-cycle"]
 
 
-def test_the_systemd_units_run_harness_listen_and_poll_slack() -> None:
+def test_the_systemd_units_run_harness_listen_and_every_periodic_subcommand() -> None:
     units = {}
-    assert sorted(p.name for p in (CRON / "systemd").iterdir()) == sorted(schedule.UNITS)
-    for name in schedule.UNITS:
+    files = sorted(p.name for p in (CRON / "systemd").iterdir())
+    assert files == sorted([*schedule.UNITS, *schedule.PERIODIC])
+    for name in schedule.unit_names():
         parser = configparser.ConfigParser(strict=False, interpolation=None)
         parser.optionxform = str  # type: ignore[assignment,method-assign]
         text = schedule.render(
@@ -113,6 +115,17 @@ def test_the_systemd_units_run_harness_listen_and_poll_slack() -> None:
     poll = units["harness-poll-slack.service"]["Service"]
     assert poll["ExecStart"] == '"/bin/harness" poll-slack' and poll["Type"] == "oneshot"
     assert units["harness-poll-slack.timer"]["Timer"]["OnCalendar"] == "*-*-* *:*:00"
+    # one service and timer per crontab line, on the crontab's cadence (#34 item 7)
+    analyze = shutil.which("systemd-analyze")
+    for job in schedule.jobs():
+        service = units[job.service]["Service"]
+        assert service["ExecStart"] == f'"/bin/harness" {" ".join(job.args)}'
+        calendar = units[job.timer]["Timer"]["OnCalendar"]
+        if analyze:  # systemd itself parses it (the box may have the tool without systemd)
+            done = subprocess.run([analyze, "calendar", calendar], capture_output=True, check=False)
+            assert done.returncode == 0, (job.name, calendar, done.stderr)
+    assert units["harness-kb-update.timer"]["Timer"]["OnCalendar"] == "Mon *-*-* 06:15:00"
+    assert units["harness-mcp-watch.timer"]["Timer"]["OnCalendar"] == "*-*-* *:05/10:00"
 
 
 # -- the wrapper ------------------------------------------------------------------------------
