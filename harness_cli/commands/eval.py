@@ -179,7 +179,8 @@ def export(
         result.messages.append(text)
     else:
         out.write_text(text, encoding="utf-8")
-        result.changed.append(f"wrote {out} (run it: harness eval {out})")
+        # The hint is run from anywhere: the path it names is absolute even when --out is not.
+        result.changed.append(f"wrote {out} (run it: harness eval {out.absolute()})")
     emit(result)
 
 

@@ -5,7 +5,9 @@ model text."""
 from __future__ import annotations
 
 import logging
+import textwrap
 from pathlib import Path
+from typing import Any
 
 from harness_cli.eval.runner import BASELINE, EvalRun, Row
 
@@ -104,6 +106,26 @@ def write(run: EvalRun, out: Path) -> str:
     )
 
 
+def title_text(run: EvalRun) -> str:
+    return f"harness eval: {', '.join(run.suites)} — {run.runs} trial(s) per case"
+
+
+def fit_title(fig: Any, title: Any) -> None:
+    """Shrink the title until it fits the figure's width (a long list of suites or folder
+    paths must not run off the picture), then wrap it as a last resort."""
+    renderer = fig.canvas.get_renderer()
+    width = fig.bbox.width * 0.98
+    size = title.get_fontsize()
+    while title.get_window_extent(renderer).width > width and size > 7:
+        size -= 0.5
+        title.set_fontsize(size)
+    if title.get_window_extent(renderer).width > width:
+        words = title.get_text()
+        chars = max(20, int(len(words) * width / title.get_window_extent(renderer).width))
+        title.set_text("\n".join(textwrap.wrap(words, chars)))
+        fig.tight_layout()
+
+
 def plot(run: EvalRun, path: Path) -> Path | None:
     """The pass rate with its interval per variant (PNG, or SVG by the suffix); None when
     matplotlib is not installed (``pip install 'harness-cli[eval]'``)."""
@@ -118,8 +140,9 @@ def plot(run: EvalRun, path: Path) -> Path | None:
     names = [BASELINE, *sorted(a.component for a in run.ablations)]
     overall = [run.overall(n) for n in names]
     rates = [r.rate for r in overall]
-    low = [r.rate - r.low for r in overall]
-    high = [r.high - r.rate for r in overall]
+    # Clamped: Wilson's bound at 0/n or n/n can land a rounding error past the rate itself.
+    low = [max(0.0, r.rate - r.low) for r in overall]
+    high = [max(0.0, r.high - r.rate) for r in overall]
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.5))
     ys = list(range(len(names)))[::-1]
     ax.errorbar(rates, ys, xerr=[low, high], fmt="o", capsize=4)
@@ -127,8 +150,9 @@ def plot(run: EvalRun, path: Path) -> Path | None:
     ax.set_yticks(ys, [n if n == BASELINE else f"without {n}" for n in names])
     ax.set_xlim(0, 1)
     ax.set_xlabel("pass rate (95 % Wilson interval)")
-    ax.set_title(f"harness eval: {', '.join(run.suites)} — {run.runs} trial(s) per case")
+    title = ax.set_title(title_text(run), wrap=True, fontsize="medium")
     fig.tight_layout()
+    fit_title(fig, title)
     fig.savefig(path)
     plt.close(fig)
     return path

@@ -160,7 +160,7 @@ def plan(
             continue
         for seed in range(1, runs + 1):
             for ablated in variants:
-                root = str(config_root) if config_root else None
+                root = str(config_root.absolute()) if config_root else None
                 specs.append(
                     TrialSpec(len(specs), suite, case.id, str(path), runtime, seed, ablated, root)
                 )
