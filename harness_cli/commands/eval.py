@@ -32,8 +32,8 @@ def evaluate(
         "--runs",
         "-n",
         min=1,
-        help="Trials per case and variant, fixed before the run (seeds 1..N). "
-        "Default: 3, or the --baseline's.",
+        help="Trials per stochastic or live case and variant, fixed before the run (seeds "
+        "1..N); a deterministic case runs once. Default: 3, or the --baseline's.",
     ),
     ablate: list[str] = typer.Option(
         [],
@@ -114,12 +114,13 @@ def evaluate(
     result.messages += report.delta_lines(run)
     base = run.overall()
     result.messages.append(
-        f"{run.started} trial(s) started and counted; baseline {base.passed}/{base.started} "
-        f"({base.rate:.0%} [{base.low:.0%}, {base.high:.0%}]), {base.defective_accepted} "
+        f"{run.started} trial(s) started and counted; baseline {base.case_score:g}/"
+        f"{base.cases} cases passed ({base.rate:.0%} [{base.low:.0%}, {base.high:.0%}], the "
+        f"case as the unit), {base.defective_accepted} "
         f"defective accepted as done; {run.wall_seconds:.0f} s"
     )
     if floor is not None:
-        held, line = gate.verdict(base.passed, base.started, floor)
+        held, line = gate.verdict(base.case_score, base.cases, floor)
         result.messages.append(line)
         result.data["gate"] = {"held": held, "baseline": floor.to_json()}
         result.exit_code = 0 if held else 1

@@ -37,15 +37,18 @@ trial's config takes them."""
 class BeforeAfter:
     suites: list[str]
     runs: int
-    before: tuple[int, int, float, float, int]
-    """passed, started, low, high, defective accepted"""
-    after: tuple[int, int, float, float, int]
+    before: tuple[float, int, float, float, int]
+    """cases passed (a stochastic case adds its rate), cases, low, high, defective accepted"""
+    after: tuple[float, int, float, float, int]
     delta: PairedDelta
 
     def paragraph(self) -> str:
-        def rate(x: tuple[int, int, float, float, int]) -> str:
+        def rate(x: tuple[float, int, float, float, int]) -> str:
             share = x[0] / x[1] if x[1] else 0.0
-            return f"{x[0]} of {x[1]} passed ({share:.0%}, 95 % interval {x[2]:.0%} to {x[3]:.0%})"
+            return (
+                f"{x[0]:g} of {x[1]} cases passed ({share:.0%}, 95 % interval "
+                f"{x[2]:.0%} to {x[3]:.0%})"
+            )
 
         d = self.delta
         return (
@@ -58,8 +61,8 @@ class BeforeAfter:
         )
 
     def proof(self) -> str:
-        def short(x: tuple[int, int, float, float, int]) -> str:
-            return f"{x[0]}/{x[1]} [{x[2]:.0%}, {x[3]:.0%}]"
+        def short(x: tuple[float, int, float, float, int]) -> str:
+            return f"{x[0]:g}/{x[1]} [{x[2]:.0%}, {x[3]:.0%}]"
 
         return (
             f"    $ harness eval {' '.join(self.suites)} --runs {self.runs} --config-root DIR\n"
@@ -148,7 +151,9 @@ def compare(
     return BeforeAfter(
         suites,
         runs,
-        (b.passed, b.started, b.low, b.high, b.defective_accepted),
-        (a.passed, a.started, a.low, a.high, a.defective_accepted),
+        # The case is the unit (``runner.Row.rate``): passed counts cases (a stochastic one
+        # adds its pass rate), started counts cases.
+        (b.case_score, b.cases, b.low, b.high, b.defective_accepted),
+        (a.case_score, a.cases, a.low, a.high, a.defective_accepted),
         paired_delta(pairs),
     )

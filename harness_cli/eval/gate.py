@@ -21,8 +21,10 @@ BASELINE_FILE = "evals/baseline.json"
 class Baseline:
     suites: list[str]
     runs: int
-    passed: int
+    passed: float
+    """Cases passed (the case is the unit; a stochastic case adds its pass rate)."""
     started: int
+    """Cases run."""
     low: float
     high: float
 
@@ -45,12 +47,14 @@ def read(path: Path) -> Baseline:
         raise InputError(f"--baseline {path}: not JSON ({exc})") from None
     data = data.get("data", data) if isinstance(data, dict) else data
     if isinstance(data, dict) and "variants" in data:
-        row = data["variants"]["baseline"][-1]
+        row = dict(data["variants"]["baseline"][-1])
+        if "cases" in row:  # the case is the unit
+            row.update(passed=row["case_score"], started=row["cases"])
         data = {"suites": data.get("suites", []), "runs": data.get("runs", 0), **row}
     try:
         return Baseline(
             [str(s) for s in data.get("suites", [])], int(data.get("runs", 0)),
-            int(data["passed"]), int(data["started"]), float(data["low"]), float(data["high"]),
+            float(data["passed"]), int(data["started"]), float(data["low"]), float(data["high"]),
         )  # fmt: skip
     except (KeyError, TypeError, ValueError, AttributeError):
         raise InputError(
@@ -66,13 +70,14 @@ def write(path: Path, baseline: Baseline, *, inside: Path) -> None:
     nofollow.write(inside, path, text.encode("utf-8"), mode=0o644)
 
 
-def verdict(passed: int, started: int, baseline: Baseline) -> tuple[bool, str]:
+def verdict(passed: float, started: int, baseline: Baseline) -> tuple[bool, str]:
     """Held (True) unless the pass rate is below the baseline interval's lower end."""
     rate = passed / started if started else 0.0
     held = rate >= baseline.low
     line = (
-        f"eval gate {'held' if held else 'FAILED'}: {passed}/{started} passed ({rate:.0%}) "
-        f"against the baseline's {baseline.passed}/{baseline.started} ({baseline.rate:.0%}, "
+        f"eval gate {'held' if held else 'FAILED'}: {passed:g}/{started} cases passed "
+        f"({rate:.0%}) against the baseline's {baseline.passed:g}/{baseline.started} "
+        f"({baseline.rate:.0%}, "
         f"95 % interval {baseline.low:.0%} to {baseline.high:.0%})"
     )
     if not held:

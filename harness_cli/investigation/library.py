@@ -141,6 +141,16 @@ class LibraryCase(_Strict):
     """The scripted model tells the truth: the harness must never force or block it wrongly."""
     defect: str = ""
     """Where the case comes from (e.g. "#15 point 3"), if it reproduces a known defect."""
+    defective: bool = False
+    """The model's work in this case must not be accepted as done: a trial that ends accepted
+    (exit=complete, an MR marked ready) counts as "defective accepted"."""
+    defective_marks: list[str] = Field(default_factory=list)
+    """Texts of a defective conclusion (e.g. the anchored root cause): a trial that ends
+    accepted with one of them in what reached the operator or the MR is defective accepted."""
+    stochastic: bool = False
+    """The model draws from the trial's seed (``behaviours``): the case gets ``--runs``
+    trials. A deterministic case runs once per variant — its copies would add no
+    information (the machinery eval's unit is the case)."""
     script: str = "inv_honest"
     """The model: a shipped script by name (``harness_cli/sandbox/scripts/<name>.yaml``), or
     ``live`` (``LIVE``): the real API for every role, with the key and endpoint of the
@@ -183,6 +193,10 @@ class LibraryCase(_Strict):
                 raise ValueError(
                     f"a live case has no script to shape or read: drop {', '.join(scripted)}"
                 )
+        if self.behaviours and not self.stochastic:
+            raise ValueError(
+                "behaviours: draws from the seed, so the case is stochastic: add stochastic: true"
+            )
         return self
 
     def _check_models(self) -> None:
@@ -207,6 +221,11 @@ class LibraryCase(_Strict):
     def live_roles(self) -> frozenset[str]:
         """The roles the real API plays in an otherwise scripted case (``models:``)."""
         return frozenset(role for role, how in self.models.items() if how == "live")
+
+    @property
+    def trials_matter(self) -> bool:
+        """Repeated trials carry information: the model is stochastic or live (a model eval)."""
+        return self.stochastic or self.needs_api_key
 
     @property
     def needs_api_key(self) -> bool:

@@ -30,7 +30,7 @@ def test_the_gate_holds_at_the_baseline_and_takes_its_suites(cli: Any, tmp_path:
     data = json.loads(out)["data"]
     assert data["trials_started"] == 1 and data["suites"] == [CASE]  # the baseline's
     assert data["gate"]["held"] is True
-    assert any("eval gate held: 1/1 passed (100%)" in m for m in json.loads(out)["messages"])
+    assert any("eval gate held: 1/1 cases passed (100%)" in m for m in json.loads(out)["messages"])
     # the JSON `harness eval --json` wrote serves as a baseline too
     (tmp_path / "eval.json").write_text(out)
     floor = gate.read(tmp_path / "eval.json")

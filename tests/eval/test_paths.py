@@ -72,5 +72,5 @@ def test_the_plot_is_png_and_svg_and_its_title_fits(tmp_path: Path) -> None:
 
     pytest.MonkeyPatch().setattr(plt.Figure, "savefig", measuring)
     report.plot(run, tmp_path / "again.png")
-    (x0, x1, width), = seen
-    assert 0 <= x0 and x1 <= width, f"the title runs from {x0:.0f} to {x1:.0f} px of {width:.0f}"
+    ((x0, x1, width),) = seen
+    assert x0 >= 0 and x1 <= width, f"the title runs from {x0:.0f} to {x1:.0f} px of {width:.0f}"
