@@ -83,6 +83,10 @@ class DeliveryExpect(_Strict):
     """Text the pushed branch's files must contain (the fix really landed)."""
     forbidden_files: list[str] = Field(default_factory=list)
     """Paths the branch may not touch (e.g. the tests the agent was told to leave alone)."""
+    commands_may_fail: list[str] = Field(default_factory=list)
+    """Substrings of the scripted model's Bash commands that may end other than run and
+    passed (a test run meant to go red). Any other command that was refused, never ran or
+    failed fails the case: a step that did not run is never a step that passed."""
 
 
 class DeliverySetup(_Strict):
@@ -311,6 +315,9 @@ class Observed:
     tokens: int = 0
     delivery: dict[str, Any] = field(default_factory=dict)
     """A delivery case's end state (``sandbox.delivery_eval``)."""
+    commands: list[dict[str, str]] = field(default_factory=list)
+    """The scripted model's Bash calls and their fate, from the wire
+    (``sandbox.wire_commands``): command, fate (ran, failed, refused, never ran), said."""
 
 
 def check(case: LibraryCase, seen: Observed) -> list[str]:
