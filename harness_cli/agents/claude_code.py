@@ -329,8 +329,6 @@ class _Stream:
         self.pending: dict[str, ToolEvent] = {}
         self.messages: dict[str, Usage] = {}
         self.final: dict[str, Any] | None = None
-        self.retries = 0
-        """Calls the CLI announced it retried (``system/api_retry``)."""
 
     def feed_line(self, line: str) -> None:
         try:
@@ -353,7 +351,6 @@ class _Stream:
                 tools=obj.get("tools", []),
             )
         elif kind == "system" and subtype == "api_retry":
-            self.retries += 1
             self.req.emit("retry", **{k: v for k, v in obj.items() if k != "type"})
         elif kind == "assistant" and isinstance(obj.get("message"), dict):
             self._assistant(obj["message"])
@@ -407,10 +404,11 @@ class _Stream:
         the call again, that total comes back empty while ``modelUsage`` (and the messages)
         hold the answered call — so the largest of the three is taken. The broken attempt is
         in none of them, though the API processed its prompt (#31 item 8: 23,683 tokens
-        logged against 30,727 served): each retry the CLI announced (``api_retry``), or an
-        empty total beside a non-empty ``modelUsage`` (its fallback after a broken stream),
-        counts one more call the size of the run's average call (the same request was sent
-        again; with one call, exactly its size)."""
+        logged against 30,727 served): an empty total beside a non-empty ``modelUsage`` (the
+        CLI's fallback after a broken stream) counts one more call the size of the run's
+        average call (the same request was sent again; with one call, exactly its size). A
+        retry the CLI announces (``api_retry``) follows an error status the API does not bill
+        and adds nothing."""
         reported = Usage.from_api(final.get("usage") or {})
         by_model = Usage()
         for figures in (final.get("modelUsage") or {}).values():
@@ -423,7 +421,7 @@ class _Stream:
         for part in self.messages.values():
             streamed.add(part)
         usage = max((reported, by_model, streamed), key=lambda u: u.total)
-        retried = self.retries or (1 if not reported.total and by_model.total else 0)
+        retried = 1 if not reported.total and by_model.total else 0
         lost = Usage()
         if retried and self.messages:
             per_call = Usage(usage.input // len(self.messages), usage.output // len(self.messages),
