@@ -119,10 +119,20 @@ def evaluate(
         f"case as the unit), {base.defective_accepted} "
         f"defective accepted as done; {run.wall_seconds:.0f} s"
     )
+    if overlay is not None and floor is not None:
+        changed = gate.model_facing_changes(overlay, floor)
+        if changed:
+            result.data["overlay_digest"] = gate.change_digest(overlay, changed)
     if floor is not None:
         held, line = gate.verdict(base.case_score, base.cases, floor)
         result.messages.append(line)
         result.data["gate"] = {"held": held, "baseline": floor.to_json()}
+        if held and overlay is not None and run.kind == "machinery":
+            # scripted models ignore prompts: a model-facing change needs more than this run
+            held, said = gate.unjudged(overlay, floor)
+            if said:
+                result.messages.append(said)
+                result.data["gate"].update(held=held, model_facing=said)
         result.exit_code = 0 if held else 1
     if matrix and out is None:
         out = Path("eval-report")

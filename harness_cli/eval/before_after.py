@@ -19,18 +19,13 @@ from pathlib import Path
 
 from harness_cli import resources
 from harness_cli.errors import InputError
-from harness_cli.eval.gate import BASELINE_FILE, Baseline
+from harness_cli.eval.gate import BASELINE_FILE, MODEL_FACING, Baseline
 from harness_cli.eval.stats import PairedDelta, paired_delta
 from harness_cli.eval.trial import TrialResult
 
-OVERLAYS = (
-    ("agent-config/prompts", "agent-config/prompts"),
-    ("harness_cli/defaults/agent-config/prompts", "agent-config/prompts"),
-    ("sops", "sops"),
-    ("harness_cli/defaults/sops", "sops"),
-)
+OVERLAYS = tuple(MODEL_FACING.items())
 """Where an improvement's prompts and SOPs may sit in the harness repo → where the eval
-trial's config takes them."""
+trial's config takes them (the one list: ``gate.MODEL_FACING``)."""
 
 
 @dataclass
