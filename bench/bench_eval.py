@@ -98,7 +98,7 @@ def tell(run: runner.EvalRun, runs: int, wall: float, wrote: str) -> None:
               f"{run.started / wall:.2f} trials/s; 20 trials per case would take "
               f"~{wall * 20 / runs / 60:.0f} min")  # fmt: skip
     print(
-        f"  baseline {base.passed}/{base.started} = {base.rate:.1%} "
+        f"  baseline {base.case_score:g}/{base.cases} cases = {base.rate:.1%} "
         f"[{base.low:.1%}, {base.high:.1%}], {base.defective_accepted} defective accepted"
     )
     print("  component              without  with   delta [95 % CI]       defective w/o")
@@ -107,7 +107,8 @@ def tell(run: runner.EvalRun, runs: int, wall: float, wrote: str) -> None:
         without = run.overall(a.component)
         cells = f"  {a.component:<22} {d.control:>6.0%} {d.treatment:>6.0%}  {d.delta:+5.0%} "
         cells += f"[{d.low:+.0%}, {d.high:+.0%}]"
-        print(cells.ljust(64) + str(without.defective_accepted))
+        print(cells.ljust(64) + str(without.defective_accepted)
+              + f"  outcome changes: {', '.join(a.flips) or 'none'}")  # fmt: skip
     unfinished = sum(1 for t in run.trials if not t.finished)
     print(f"  trials that did not finish (timeout, crash, grader error): {unfinished}")
     print(f"  {wrote}")

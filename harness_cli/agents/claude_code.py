@@ -402,18 +402,50 @@ class _Stream:
                 "tool_result", id=tool.id, is_error=tool.is_error, output=tool.output[:500]
             )
 
+    def _usage(self, final: dict[str, Any]) -> tuple[Usage, Usage]:
+        """What the run's calls used, and what the CLI's own figures leave out.
+
+        The result's ``usage`` is the CLI's total; when a stream broke and the CLI answered
+        the call again, that total comes back empty while ``modelUsage`` (and the messages)
+        hold the answered call — so the largest of the three is taken. The broken attempt is
+        in none of them, though the API processed its prompt (#31 item 8: 23,683 tokens
+        logged against 30,727 served): an empty total beside a non-empty ``modelUsage`` (the
+        CLI's fallback after a broken stream) counts one more call the size of the run's
+        average call (the same request was sent again; with one call, exactly its size). A
+        retry the CLI announces (``api_retry``) follows an error status the API does not bill
+        and adds nothing."""
+        reported = Usage.from_api(final.get("usage") or {})
+        by_model = Usage()
+        for figures in (final.get("modelUsage") or {}).values():
+            if isinstance(figures, dict):
+                by_model.add(Usage(int(figures.get("inputTokens") or 0),
+                                   int(figures.get("outputTokens") or 0),
+                                   int(figures.get("cacheCreationInputTokens") or 0),
+                                   int(figures.get("cacheReadInputTokens") or 0)))  # fmt: skip
+        streamed = Usage()
+        for part in self.messages.values():
+            streamed.add(part)
+        usage = max((reported, by_model, streamed), key=lambda u: u.total)
+        retried = 1 if not reported.total and by_model.total else 0
+        lost = Usage()
+        if retried and self.messages:
+            per_call = Usage(usage.input // len(self.messages), usage.output // len(self.messages),
+                             usage.cache_creation // len(self.messages),
+                             usage.cache_read // len(self.messages))  # fmt: skip
+            for _ in range(retried):
+                lost.add(per_call)
+        return Usage(usage.input, usage.output, usage.cache_creation, usage.cache_read), lost
+
     def finish(self, code: int, killed: bool, stderr: str) -> RunResult:
         final = self.final or {}
-        usage = Usage()
-        if isinstance(final.get("usage"), dict):
-            usage = Usage.from_api(final["usage"])
-        else:
-            for part in self.messages.values():
-                usage.add(part)
+        usage, lost = self._usage(final)
         cost = final.get("total_cost_usd")
         reported = isinstance(cost, int | float)
         if not isinstance(cost, int | float):
             cost = cost_usd(self.model or "claude-sonnet", usage)
+        elif lost.total:
+            cost = float(cost) + cost_usd(self.model or "claude-sonnet", lost)
+        usage.add(lost)
         result = RunResult(
             text=str(final.get("result") or (self.texts[-1] if self.texts else "")),
             stop="end_turn",

@@ -410,7 +410,12 @@ TOOLS: dict[str, ToolContract] = {
             "Bash", "external", False, TOOLS_TIMEOUT_CAP_S,
             "Run a bash command in the working directory. timeout in milliseconds "
             f"(default {BASH_DEFAULT_MS}, at most {int(TOOLS_TIMEOUT_CAP_S * 1000)}).",
-            {"command": _STR, "timeout": _INT},
+            # ``description``: the claude CLI's Bash takes a few words saying what the command
+            # is for, and models trained on it send them; refusing the call for it would leave
+            # the command unrun while the model reads on as if it had run (#31 item 8).
+            {"command": _STR, "timeout": _INT,
+             "description": {"type": "string", "description": "What the command is for, in "
+                             "a few words (shown, not run)."}},
             ("command",), _bash,
         ),
     )

@@ -32,8 +32,8 @@ def evaluate(
         "--runs",
         "-n",
         min=1,
-        help="Trials per case and variant, fixed before the run (seeds 1..N). "
-        "Default: 3, or the --baseline's.",
+        help="Trials per stochastic or live case and variant, fixed before the run (seeds "
+        "1..N); a deterministic case runs once. Default: 3, or the --baseline's.",
     ),
     ablate: list[str] = typer.Option(
         [],
@@ -114,14 +114,25 @@ def evaluate(
     result.messages += report.delta_lines(run)
     base = run.overall()
     result.messages.append(
-        f"{run.started} trial(s) started and counted; baseline {base.passed}/{base.started} "
-        f"({base.rate:.0%} [{base.low:.0%}, {base.high:.0%}]), {base.defective_accepted} "
+        f"{run.started} trial(s) started and counted; baseline {base.case_score:g}/"
+        f"{base.cases} cases passed ({base.rate:.0%} [{base.low:.0%}, {base.high:.0%}], the "
+        f"case as the unit), {base.defective_accepted} "
         f"defective accepted as done; {run.wall_seconds:.0f} s"
     )
+    if overlay is not None and floor is not None:
+        changed = gate.model_facing_changes(overlay, floor)
+        if changed:
+            result.data["overlay_digest"] = gate.change_digest(overlay, changed)
     if floor is not None:
-        held, line = gate.verdict(base.passed, base.started, floor)
+        held, line = gate.verdict(base.case_score, base.cases, floor)
         result.messages.append(line)
         result.data["gate"] = {"held": held, "baseline": floor.to_json()}
+        if held and overlay is not None and run.kind == "machinery":
+            # scripted models ignore prompts: a model-facing change needs more than this run
+            held, said = gate.unjudged(overlay, floor)
+            if said:
+                result.messages.append(said)
+                result.data["gate"].update(held=held, model_facing=said)
         result.exit_code = 0 if held else 1
     if matrix and out is None:
         out = Path("eval-report")
@@ -179,7 +190,8 @@ def export(
         result.messages.append(text)
     else:
         out.write_text(text, encoding="utf-8")
-        result.changed.append(f"wrote {out} (run it: harness eval {out})")
+        # The hint is run from anywhere: the path it names is absolute even when --out is not.
+        result.changed.append(f"wrote {out} (run it: harness eval {out.absolute()})")
     emit(result)
 
 

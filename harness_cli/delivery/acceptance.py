@@ -47,7 +47,7 @@ from harness_cli.agents import limits, sandbox
 from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.sandbox import SandboxSettings, View
 from harness_cli.bounded import Bounded, drain, drain_and_wait
-from harness_cli.delivery import clean_tree
+from harness_cli.delivery import clean_tree, test_weakening
 from harness_cli.delivery.check_guard import DEFAULT_CHECK_PATHS, checks_changed, guard_verdict
 from harness_cli.delivery.worktrees import git_for
 from harness_cli.errors import ConfigError, HarnessError
@@ -140,6 +140,9 @@ class AcceptanceRecord(BaseModel):
     """What the required checks run that this change edits (:mod:`check_guard`)."""
     checks_digest: str = ""
     """The digest of exactly that change, which the operator's OK names."""
+    tests_weakened: list[str] = Field(default_factory=list)
+    """How the change takes away a test CI reported failing (``test_weakening``): never
+    accepted, whatever the checks and the pipeline say."""
     checks_approved: bool = False
     """The operator accepted exactly that change; only then may ``passed`` be true with it."""
 
@@ -347,6 +350,13 @@ def run_acceptance(
     guard = guard_verdict(worktree, base_sha, checks, approved) if base_sha else None
     if guard is not None and guard.blocks and not reason:
         reason = guard.reason()
+    # The tests CI reported failing may be fixed, never taken away: no approval makes a fix
+    # that deletes, skips or weakens them acceptable (#31 item 8; ``test_weakening``).
+    weak = test_weakening.weakened(worktree, base_sha, test_weakening.protected(case_dir)) \
+        if base_sha else []  # fmt: skip
+    if weak and not reason:
+        reason = ("the change takes away a test CI reported failing (" + "; ".join(weak)
+                  + "): a CI fix must make it pass, not delete, skip or weaken it")  # fmt: skip
     record = AcceptanceRecord(
         worktree=str(worktree),
         head_sha=head,
@@ -363,6 +373,7 @@ def run_acceptance(
         checks_changed=guard.changed if guard else [],
         checks_digest=guard.digest if guard else "",
         checks_approved=bool(guard and guard.approved),
+        tests_weakened=weak,
     )
     _write(record, case_dir)
     return record

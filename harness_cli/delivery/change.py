@@ -176,6 +176,13 @@ def _stranded(work: Work, wt: worktrees.Worktree, mode: str) -> str | None:
 
 def _redo(work: Work, wt: worktrees.Worktree, record: acceptance.AcceptanceRecord) -> str:
     failures = _check_failures(record)
+    if record.tests_weakened and not failures:
+        return (
+            "The tests CI reported failing must pass, not go away: your change "
+            + "; ".join(record.tests_weakened)
+            + ". Put them back as they were and fix the code (or, if a test pinned the bug, "
+            "update what it expects — it must still run and assert)."
+        )
     if record.checks_changed and not record.checks_approved and not failures:
         return (
             "You changed what the required checks run ("

@@ -20,7 +20,7 @@ from typing import Any
 
 from harness_cli import clock
 from harness_cli.bounds import bound
-from harness_cli.delivery import acceptance, check_guard, mr, outcome
+from harness_cli.delivery import acceptance, check_guard, mr, outcome, test_weakening
 from harness_cli.delivery.change import change_push_and_mr
 from harness_cli.delivery.push import recovery as push
 from harness_cli.delivery.work import Work, worktree_for
@@ -48,6 +48,9 @@ def run_fix_ci(work: Work) -> dict[str, Any]:
         + trace
         + "\n```\nFind the cause and fix it."
     )
+    # What CI saw failing stays with the case: every acceptance run from now on refuses a
+    # change that takes one of those tests away (``test_weakening``).
+    test_weakening.remember(work.case_dir, test_weakening.failing_tests(trace))
     change = change_push_and_mr(work, wt, "fix_ci", job)
     pushed = "pushed" if change.pushed else "push_failed"
     result = pushed if change.changed else "no_change"

@@ -19,33 +19,31 @@ from pathlib import Path
 
 from harness_cli import resources
 from harness_cli.errors import InputError
-from harness_cli.eval.gate import BASELINE_FILE, Baseline
+from harness_cli.eval.gate import BASELINE_FILE, MODEL_FACING, Baseline
 from harness_cli.eval.stats import PairedDelta, paired_delta
 from harness_cli.eval.trial import TrialResult
 
-OVERLAYS = (
-    ("agent-config/prompts", "agent-config/prompts"),
-    ("harness_cli/defaults/agent-config/prompts", "agent-config/prompts"),
-    ("sops", "sops"),
-    ("harness_cli/defaults/sops", "sops"),
-)
+OVERLAYS = tuple(MODEL_FACING.items())
 """Where an improvement's prompts and SOPs may sit in the harness repo → where the eval
-trial's config takes them."""
+trial's config takes them (the one list: ``gate.MODEL_FACING``)."""
 
 
 @dataclass
 class BeforeAfter:
     suites: list[str]
     runs: int
-    before: tuple[int, int, float, float, int]
-    """passed, started, low, high, defective accepted"""
-    after: tuple[int, int, float, float, int]
+    before: tuple[float, int, float, float, int]
+    """cases passed (a stochastic case adds its rate), cases, low, high, defective accepted"""
+    after: tuple[float, int, float, float, int]
     delta: PairedDelta
 
     def paragraph(self) -> str:
-        def rate(x: tuple[int, int, float, float, int]) -> str:
+        def rate(x: tuple[float, int, float, float, int]) -> str:
             share = x[0] / x[1] if x[1] else 0.0
-            return f"{x[0]} of {x[1]} passed ({share:.0%}, 95 % interval {x[2]:.0%} to {x[3]:.0%})"
+            return (
+                f"{x[0]:g} of {x[1]} cases passed ({share:.0%}, 95 % interval "
+                f"{x[2]:.0%} to {x[3]:.0%})"
+            )
 
         d = self.delta
         return (
@@ -58,8 +56,8 @@ class BeforeAfter:
         )
 
     def proof(self) -> str:
-        def short(x: tuple[int, int, float, float, int]) -> str:
-            return f"{x[0]}/{x[1]} [{x[2]:.0%}, {x[3]:.0%}]"
+        def short(x: tuple[float, int, float, float, int]) -> str:
+            return f"{x[0]:g}/{x[1]} [{x[2]:.0%}, {x[3]:.0%}]"
 
         return (
             f"    $ harness eval {' '.join(self.suites)} --runs {self.runs} --config-root DIR\n"
@@ -148,7 +146,9 @@ def compare(
     return BeforeAfter(
         suites,
         runs,
-        (b.passed, b.started, b.low, b.high, b.defective_accepted),
-        (a.passed, a.started, a.low, a.high, a.defective_accepted),
+        # The case is the unit (``runner.Row.rate``): passed counts cases (a stochastic one
+        # adds its pass rate), started counts cases.
+        (b.case_score, b.cases, b.low, b.high, b.defective_accepted),
+        (a.case_score, a.cases, a.low, a.high, a.defective_accepted),
         paired_delta(pairs),
     )

@@ -49,4 +49,10 @@ def delivery_problems(case: LibraryCase, seen: Observed) -> list[str]:
     touched = set(d.get("changed_files", []))
     for path in e.forbidden_files:
         want(path not in touched, f"the branch touches {path}")
+    for c in seen.commands:
+        allowed = any(part in c["command"] for part in e.commands_may_fail)
+        said = c["said"][:120] or "no result"
+        want(
+            c["fate"] == "ran" or allowed, f"the command `{c['command'][:60]}` {c['fate']}: {said}"
+        )
     return bad

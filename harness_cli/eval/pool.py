@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import selectors
 import shutil
@@ -21,6 +22,7 @@ from typing import IO
 from harness_cli.eval.trial import TrialResult, TrialSpec, failed_trial
 
 Progress = Callable[[TrialResult, int, int], None]
+log = logging.getLogger("harness.eval")
 
 
 @dataclass
@@ -54,7 +56,8 @@ def run_trials(
     sel = selectors.DefaultSelector()
     total = len(pending)
     # The trials' temporary homes live here: a killed worker's leftovers go with it.
-    scratch = tempfile.mkdtemp(prefix="harness-eval-", dir=scratch_parent())
+    cli = any(s.runtime == "claude-code" for s in specs)
+    scratch = tempfile.mkdtemp(prefix="harness-eval-", dir=scratch_parent(claude_cli=cli))
     # HARNESS_EVAL_LEAN: a trial runs the subcommands its case grades, no more.
     env = {**os.environ, "TMPDIR": scratch, "HARNESS_EVAL_LEAN": "1"}
     # The workers run this very harness, wherever `harness eval` is started from (a checkout
@@ -98,15 +101,29 @@ def run_trials(
     return [results[s.index] for s in specs]
 
 
-def scratch_parent() -> str | None:
+def scratch_parent(*, claude_cli: bool = False) -> str | None:
     """Where trials keep their throw-away homes: memory (``/dev/shm``) when the machine has it,
     where git and every fsync cost a fraction of a disk's. The harness runs unchanged; only
-    the storage of a home deleted after its trial differs. HARNESS_EVAL_SCRATCH overrides."""
+    the storage of a home deleted after its trial differs. HARNESS_EVAL_SCRATCH overrides.
+
+    Not under ``/dev`` when a trial runs the claude CLI (``claude_cli``): the CLI's sandbox
+    mounts a fresh ``/dev``, so a worktree there vanishes from the agent's commands (every
+    test run "file not found") — the disk's temporary folder then."""
     chosen = os.environ.get("HARNESS_EVAL_SCRATCH")
     if chosen:
+        if claude_cli and _under_dev(chosen):
+            log.warning("HARNESS_EVAL_SCRATCH=%s is under /dev, which the claude CLI's sandbox "
+                        "replaces: the trials use the temporary folder", chosen)  # fmt: skip
+            return None
         return chosen
     shm = "/dev/shm"
+    if claude_cli:
+        return None
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+def _under_dev(path: str) -> bool:
+    return Path(os.path.realpath(path)).is_relative_to("/dev")
 
 
 def _spawn(sel: selectors.BaseSelector, env: dict[str, str], cwd: str) -> _Worker:

@@ -5,7 +5,9 @@ model text."""
 from __future__ import annotations
 
 import logging
+import textwrap
 from pathlib import Path
+from typing import Any
 
 from harness_cli.eval.runner import BASELINE, EvalRun, Row
 
@@ -17,11 +19,16 @@ COLUMNS = ["case", "variant", "pass", "rate [95% CI]", "defective accepted", "$/
 def cells(r: Row) -> list[str]:
     pf = r.per_finished
     unfinished = {k: v for k, v in r.statuses.items() if k in ("timeout", "crash", "grader_error")}
+    if r.case != "*" and r.deterministic:
+        # One run of a deterministic case is its whole result: no interval to draw.
+        verdict = "pass" if r.passed == r.started else "FAIL"
+    else:
+        verdict = f"{r.rate:.0%} [{r.low:.0%}, {r.high:.0%}]"
     return [
-        r.case if r.case != "*" else "ALL",
+        r.case if r.case != "*" else "ALL (case as unit)",
         r.variant,
         f"{r.passed}/{r.started}",
-        f"{r.rate:.0%} [{r.low:.0%}, {r.high:.0%}]",
+        verdict,
         str(r.defective_accepted),
         f"${pf['usd']:.4f}",
         f"{pf['tokens']:,.0f}",
@@ -39,49 +46,76 @@ def rows(run: EvalRun) -> list[list[str]]:
 
 def delta_lines(run: EvalRun) -> list[str]:
     lines = []
-    for a in sorted(run.ablations, key=lambda a: -a.delta.delta):
+    for a in sorted(run.ablations, key=lambda a: (-a.delta.delta, a.component)):
         d = a.delta
         lines.append(
             f"{a.component}: without {d.control:.0%}, with {d.treatment:.0%}, delta "
-            f"{d.delta:+.0%} [{d.low:+.0%}, {d.high:+.0%}] over {d.n} paired trials "
-            f"({d.only_treatment} pass only with it, {d.only_control} only without it)"
-        )
+            f"{d.delta:+.0%} [{d.low:+.0%}, {d.high:+.0%}] over {d.n} paired case run(s); "
+            f"outcome changes without it: {', '.join(a.flips) or 'none'}"
+            + (f"; grade only (same outcome): {', '.join(a.signature_only)}"
+               if a.signature_only else "")
+        )  # fmt: skip
     return lines
+
+
+def _named(cases: list[str]) -> str:
+    return ", ".join(cases) if cases else "—"
 
 
 def markdown(run: EvalRun, plot: Path | None = None) -> str:
     base = run.overall()
+    machinery = run.kind == "machinery"
+    deterministic = sum(1 for r in run.variants[BASELINE][:-1] if r.deterministic)
+    kind = (
+        f"**Machinery eval** (scripted models: the harness's own mechanics, not a model's "
+        f"quality): each of the {deterministic} deterministic case(s) runs once per variant "
+        f"and is pass or fail; a stochastic case (declared `stochastic: true`) runs "
+        f"{run.runs} trial(s), each a fresh draw. Intervals take the case as the unit."
+        if machinery else
+        f"**Model eval** (a real model plays at least one role): {run.runs} trial(s) per "
+        "stochastic or live case, intervals over the cases, cost and latency per finished case."
+    )  # fmt: skip
     parts = [
-        "# harness eval — one-component ablations",
+        "# harness eval — one-component ablations, judged by outcome",
         "",
-        f"Suites {', '.join(run.suites)}; runtime {run.runtime}; {run.runs} trial(s) per case "
-        f"and variant; {run.started} trials started, all counted (timeouts, policy stops, "
-        f"crashes and grader errors included); wall time {run.wall_seconds:.0f} s.",
+        kind,
         "",
-        f"Baseline: {base.passed}/{base.started} pass, {base.rate:.1%} "
-        f"[{base.low:.1%}, {base.high:.1%}] (Wilson 95 %), {base.defective_accepted} defective "
-        "accepted as done.",
+        f"Suites {', '.join(run.suites)}; runtime {run.runtime}; {run.started} trials started, "
+        "all counted (timeouts, policy stops, crashes and grader errors included); wall time "
+        f"{run.wall_seconds:.0f} s.",
+        "",
+        f"Baseline: {base.case_score:g}/{base.cases} cases pass, {base.rate:.1%} "
+        f"[{base.low:.1%}, {base.high:.1%}] (Wilson 95 %, the case as the unit), "
+        f"{base.defective_accepted} defective accepted as done (a case marked defective in its "
+        "YAML that ended accepted).",
         "",
         "Each row: the full harness with one component turned off (control) against the full "
-        "harness (treatment), same cases, seeds, model scripts and budgets; delta = with − "
-        "without, 95 % interval by Newcombe's paired method.",
+        "harness (treatment), same cases, seeds, model scripts and budgets. A case counts "
+        "against the component only when the harness's **decision** changes without it — "
+        "accepted or not, the exit, the confidence and text that reached the operator, the MR "
+        "and its threads. A grade that changes while the outcome stays the same (a missing "
+        "gate code, an intermediate number, an iteration count) is listed apart as "
+        "*grade only* and not counted. Delta = with − without, 95 % interval by Newcombe's "
+        "paired method over (case, seed) pairs.",
         "",
-        "| component | without | with | delta [95 % CI] | pairs | defective accepted without |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| component | without | with | delta [95 % CI] | pairs | outcome changes without it "
+        "| grade only (same outcome) | defective accepted without |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for a in sorted(run.ablations, key=lambda a: -a.delta.delta):
+    for a in sorted(run.ablations, key=lambda a: (-a.delta.delta, a.component)):
         d = a.delta
-        without = run.overall(a.component)
+        figure = (f"{d.delta:+.0%} [{d.low:+.0%}, {d.high:+.0%}]" if a.flips else
+                  "no case exercises it")  # fmt: skip
         parts.append(
-            f"| {a.component} | {d.control:.0%} | {d.treatment:.0%} | {d.delta:+.0%} "
-            f"[{d.low:+.0%}, {d.high:+.0%}] | {d.n} | {without.defective_accepted} |"
+            f"| {a.component} | {d.control:.0%} | {d.treatment:.0%} | {figure} | {d.n} | "
+            f"{_named(a.flips)} | {_named(a.signature_only)} | {a.defective_accepted} |"
         )
     if plot is not None:
         parts += ["", f"![pass rate per ablated component]({plot.name})"]
-    parts += ["", "## Cases that change", ""]
-    for a in run.ablations:
-        moved = [f"{c} ({w:.0%} → {o:.0%})" for c, (w, o) in a.cases.items() if w != o]
-        parts.append(f"- {a.component}: " + (", ".join(moved) or "no case changes"))
+    parts += ["", "## Cases whose outcome changes", ""]
+    for a in sorted(run.ablations, key=lambda a: a.component):
+        moved = [f"{c} ({w:.0%} → {o:.0%})" for c, (w, o) in a.cases.items() if c in a.flips]
+        parts.append(f"- {a.component}: " + (", ".join(moved) or "no case changes outcome"))
     parts += ["", "## Per case", "", "| " + " | ".join(COLUMNS) + " |",
               "|" + " --- |" * len(COLUMNS)]  # fmt: skip
     parts += ["| " + " | ".join(c) + " |" for c in rows(run)]
@@ -104,6 +138,26 @@ def write(run: EvalRun, out: Path) -> str:
     )
 
 
+def title_text(run: EvalRun) -> str:
+    return f"harness eval: {', '.join(run.suites)} — {run.runs} trial(s) per case"
+
+
+def fit_title(fig: Any, title: Any) -> None:
+    """Shrink the title until it fits the figure's width (a long list of suites or folder
+    paths must not run off the picture), then wrap it as a last resort."""
+    renderer = fig.canvas.get_renderer()
+    width = fig.bbox.width * 0.98
+    size = title.get_fontsize()
+    while title.get_window_extent(renderer).width > width and size > 7:
+        size -= 0.5
+        title.set_fontsize(size)
+    if title.get_window_extent(renderer).width > width:
+        words = title.get_text()
+        chars = max(20, int(len(words) * width / title.get_window_extent(renderer).width))
+        title.set_text("\n".join(textwrap.wrap(words, chars)))
+        fig.tight_layout()
+
+
 def plot(run: EvalRun, path: Path) -> Path | None:
     """The pass rate with its interval per variant (PNG, or SVG by the suffix); None when
     matplotlib is not installed (``pip install 'harness-cli[eval]'``)."""
@@ -118,8 +172,9 @@ def plot(run: EvalRun, path: Path) -> Path | None:
     names = [BASELINE, *sorted(a.component for a in run.ablations)]
     overall = [run.overall(n) for n in names]
     rates = [r.rate for r in overall]
-    low = [r.rate - r.low for r in overall]
-    high = [r.high - r.rate for r in overall]
+    # Clamped: Wilson's bound at 0/n or n/n can land a rounding error past the rate itself.
+    low = [max(0.0, r.rate - r.low) for r in overall]
+    high = [max(0.0, r.high - r.rate) for r in overall]
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.5))
     ys = list(range(len(names)))[::-1]
     ax.errorbar(rates, ys, xerr=[low, high], fmt="o", capsize=4)
@@ -127,8 +182,9 @@ def plot(run: EvalRun, path: Path) -> Path | None:
     ax.set_yticks(ys, [n if n == BASELINE else f"without {n}" for n in names])
     ax.set_xlim(0, 1)
     ax.set_xlabel("pass rate (95 % Wilson interval)")
-    ax.set_title(f"harness eval: {', '.join(run.suites)} — {run.runs} trial(s) per case")
+    title = ax.set_title(title_text(run), wrap=True, fontsize="medium")
     fig.tight_layout()
+    fit_title(fig, title)
     fig.savefig(path)
     plt.close(fig)
     return path

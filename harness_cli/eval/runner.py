@@ -44,10 +44,18 @@ class Row:
     wall_seconds: float = 0.0
     finished: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
+    cases: int = 0
+    """The cases in the row: the unit of its interval."""
+    case_score: float = 0.0
+    """The cases' pass rates summed (a deterministic case is 0 or 1)."""
+    deterministic: bool = True
+    """Every trial in the row is of a deterministic case: each case ran once, pass or fail."""
 
     @property
     def rate(self) -> float:
-        return self.passed / self.started if self.started else 0.0
+        """The mean of the cases' pass rates: the case, not the trial, is the unit (a
+        deterministic case's copies are no new information, a stochastic case weighs one)."""
+        return self.case_score / self.cases if self.cases else 0.0
 
     @property
     def per_finished(self) -> dict[str, float]:
@@ -57,14 +65,28 @@ class Row:
         return {"usd": self.usd / n, "tokens": self.tokens / n, "seconds": self.wall_seconds / n}
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "rate": round(self.rate, 4), "per_finished": self.per_finished}
+        return {
+            **asdict(self),
+            "rate": round(self.rate, 4),
+            "per_finished": self.per_finished,
+            "unit": "case",
+        }
 
 
 def row(suite: str, case: str, variant: str, results: Sequence[TrialResult]) -> Row:
     r = Row(suite, case, variant)
     r.started = len(results)
     r.passed = sum(1 for t in results if t.passed)
-    r.low, r.high = wilson(r.passed, r.started)
+    per_case: dict[tuple[str, str], list[bool]] = {}
+    for t in results:
+        per_case.setdefault((t.suite, t.case), []).append(t.passed)
+    r.cases = len(per_case)
+    r.case_score = sum(sum(v) / len(v) for v in per_case.values())
+    r.deterministic = all(t.deterministic for t in results)
+    if len(per_case) == 1 and not r.deterministic:
+        r.low, r.high = wilson(r.passed, r.started)  # one stochastic case: its trials are draws
+    else:
+        r.low, r.high = wilson(r.case_score, r.cases)
     r.defective_accepted = sum(1 for t in results if t.defective_accepted)
     finished = [t for t in results if t.finished]
     r.finished = len(finished)
@@ -79,15 +101,27 @@ def row(suite: str, case: str, variant: str, results: Sequence[TrialResult]) -> 
 class Ablation:
     component: str
     delta: PairedDelta
-    """treatment (the component on: the baseline) − control (the component off)."""
+    """treatment (the component on: the baseline) − control (the component off), judged by
+    outcome: a pair whose outcome is the same both ways counts as the baseline's grade."""
     cases: dict[str, tuple[float, float]]
-    """Per case: (pass rate without the component, with it)."""
+    """Per case: (pass rate without the component, with it), judged by outcome."""
+    flips: list[str] = field(default_factory=list)
+    """Cases whose outcome (``trial.outcome``: accepted, exit, what reached the operator or
+    the MR) changes without the component, in at least one paired trial."""
+    signature_only: list[str] = field(default_factory=list)
+    """Cases whose grade changes without the component while the outcome stays the same (a
+    missing gate code, an intermediate number, an iteration count): not counted."""
+    defective_accepted: int = 0
+    """Trials without the component that accepted a case marked defective."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "component": self.component,
             **asdict(self.delta),
             "cases": {k: {"without": w, "with": o} for k, (w, o) in self.cases.items()},
+            "outcome_flips": self.flips,
+            "signature_only": self.signature_only,
+            "defective_accepted_without": self.defective_accepted,
         }
 
 
@@ -106,12 +140,19 @@ class EvalRun:
     def started(self) -> int:
         return len(self.trials)
 
+    @property
+    def kind(self) -> str:
+        """``machinery``: scripted models, the harness's own mechanics measured, the case as
+        the unit; ``model``: a real model played a role, trials and their cost matter."""
+        return "model" if any(t.live for t in self.trials) else "machinery"
+
     def overall(self, variant: str = BASELINE) -> Row:
         return self.variants[variant][-1]
 
     def to_json(self) -> dict[str, Any]:
         return {
             "runtime": self.runtime,
+            "kind": self.kind,
             "runs": self.runs,
             "suites": self.suites,
             "trials_started": self.started,
@@ -158,9 +199,11 @@ def plan(
     for suite, path, case in cases:
         if runtime not in case.setup.runtimes:
             continue
-        for seed in range(1, runs + 1):
+        # A deterministic case's copies are the same run again: one trial per variant, the
+        # case is the unit. A stochastic or live case gets its --runs trials (seeds 1..N).
+        for seed in range(1, (runs if case.trials_matter else 1) + 1):
             for ablated in variants:
-                root = str(config_root) if config_root else None
+                root = str(config_root.absolute()) if config_root else None
                 specs.append(
                     TrialSpec(len(specs), suite, case.id, str(path), runtime, seed, ablated, root)
                 )
@@ -213,12 +256,27 @@ def summarise(
 
 
 def ablation(component: str, on: Sequence[TrialResult], off: Sequence[TrialResult]) -> Ablation:
-    with_it = {(t.suite, t.case, t.seed): t.passed for t in on}
-    pairs = [(t.passed, with_it[(t.suite, t.case, t.seed)]) for t in off
-             if (t.suite, t.case, t.seed) in with_it]  # fmt: skip
-    cases: dict[str, tuple[float, float]] = {}
-    for key in sorted({t.case for t in off}):
-        mine = [(t.passed, with_it.get((t.suite, t.case, t.seed), False)) for t in off
-                if t.case == key]  # fmt: skip
-        cases[key] = (sum(a for a, _ in mine) / len(mine), sum(b for _, b in mine) / len(mine))
-    return Ablation(component, paired_delta(pairs), cases)
+    """The component's worth, judged by outcome: without it, a trial counts as failed only
+    where the harness's decision changed (``outcome``) and the grader fails it; a grade that
+    changes with the same outcome is listed apart (``signature_only``). Pairs are (case,
+    seed): one per deterministic case (it runs once), one per trial of a stochastic one."""
+    with_it = {(t.suite, t.case, t.seed): t for t in on}
+    judged: dict[str, list[tuple[bool, bool]]] = {}
+    flips: set[str] = set()
+    signature_only: set[str] = set()
+    for t in off:
+        base = with_it.get((t.suite, t.case, t.seed))
+        if base is None:
+            continue
+        same = t.outcome == base.outcome
+        if not same:
+            flips.add(t.case)
+        elif t.passed != base.passed:
+            signature_only.add(t.case)
+        judged.setdefault(t.case, []).append((base.passed if same else t.passed, base.passed))
+    pairs = [p for key in sorted(judged) for p in judged[key]]
+    cases = {key: (sum(a for a, _ in mine) / len(mine), sum(b for _, b in mine) / len(mine))
+             for key, mine in sorted(judged.items())}  # fmt: skip
+    return Ablation(component, paired_delta(pairs), cases, sorted(flips),
+                    sorted(signature_only - flips),
+                    sum(1 for t in off if t.defective_accepted))  # fmt: skip

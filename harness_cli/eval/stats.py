@@ -16,8 +16,9 @@ Z95 = 1.959963984540054
 """The two-sided 95 % normal quantile."""
 
 
-def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of ``successes``/``n``; (0, 1) when nothing was run."""
+def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of ``successes``/``n``; (0, 1) when nothing was run.
+    ``successes`` may be fractional: cases as the unit, a stochastic case adding its rate."""
     if n <= 0:
         return 0.0, 1.0
     if not 0 <= successes <= n:

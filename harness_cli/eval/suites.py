@@ -23,9 +23,10 @@ def shipped() -> list[str]:
 
 
 def resolve(name: str) -> tuple[str, list[Path]]:
-    """A suite's name and its case files."""
-    path = Path(name).expanduser()
-    if not path.exists() and (EVALS_DIR / name).is_dir():
+    """A suite's name and its case files, as absolute paths: the trials run in workers whose
+    working directory is their scratch, where a relative path names nothing."""
+    path = Path(name).expanduser().absolute()
+    if not Path(name).expanduser().exists() and (EVALS_DIR / name).is_dir():
         path = EVALS_DIR / name
     if path.is_file():
         return path.stem, [path]

@@ -5,6 +5,7 @@ les arrêts de politique, les crashes du harness et les échecs de l'évaluateur
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -50,6 +51,19 @@ class TrialResult:
     usd: float = 0.0
     tokens: int = 0
     wall_seconds: float = 0.0
+    defective: bool = False
+    """The case is marked defective (``defective:``, or a ``defective_marks`` text reached
+    the operator or the MR): accepting this trial's work is a defective acceptance."""
+    outcome: dict[str, Any] = field(default_factory=dict)
+    """The harness's decision as it reached the world (``outcome``): what an ablation is
+    judged by."""
+    signature: dict[str, Any] = field(default_factory=dict)
+    """The harness's own trace (codes, per-round numbers, iterations): a difference here alone
+    is not a changed decision."""
+    deterministic: bool = True
+    """The case's model is scripted without draws: one trial says all a trial can."""
+    live: bool = False
+    """A real model played some role: a model eval's trial, not a machinery eval's."""
 
     @property
     def passed(self) -> bool:
@@ -62,8 +76,9 @@ class TrialResult:
 
     @property
     def defective_accepted(self) -> bool:
-        """Defective work accepted as done: accepted, and the grader says it is wrong."""
-        return self.accepted and self.status != "pass"
+        """Defective work accepted as done: a case marked defective in its YAML that ended
+        accepted (a failed grade alone is not a defect: an honest run can fail a check)."""
+        return self.accepted and self.defective
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,8 +89,10 @@ class TrialResult:
 
 
 def failed_trial(spec: TrialSpec, status: Status, why: str, seconds: float) -> TrialResult:
+    # A trial that did not finish reached nothing: its outcome is its status alone.
     return TrialResult(spec.index, spec.suite, spec.case, spec.seed, spec.variant, status,
-                       [why[:500]], wall_seconds=round(seconds, 3))  # fmt: skip
+                       [why[:500]], wall_seconds=round(seconds, 3),
+                       outcome={"unfinished": status})  # fmt: skip
 
 
 def run_trial(spec: TrialSpec, case: LibraryCase, anthropic: Any = None) -> TrialResult:
@@ -103,10 +120,13 @@ def run_trial(spec: TrialSpec, case: LibraryCase, anthropic: Any = None) -> Tria
     status: Status = "pass" if not problems else "fail"
     if problems and seen.exit_code == 4:
         status = "policy_stop"
+    took = accepted(case, seen)
     return TrialResult(
         spec.index, spec.suite, spec.case, spec.seed, spec.variant, status, problems[:5],
-        accepted=accepted(case, seen), usd=round(seen.usd, 6), tokens=seen.tokens,
-        wall_seconds=round(time.monotonic() - began, 3),
+        accepted=took, usd=round(seen.usd, 6), tokens=seen.tokens,
+        wall_seconds=round(time.monotonic() - began, 3), defective=defective(case, seen),
+        outcome=outcome(case, seen, took), signature=signature(seen),
+        deterministic=not case.trials_matter, live=case.needs_api_key,
     )  # fmt: skip
 
 
@@ -115,3 +135,50 @@ def accepted(case: LibraryCase, seen: Observed) -> bool:
         d = seen.delivery
         return bool(d.get("mr_state") == "merged" or (d.get("mr_state") and not d.get("draft")))
     return seen.exit == ACCEPTED_EXIT
+
+
+_CONFIDENCE = re.compile(r"confidence=(\d+)%")
+
+
+def reached_operator(dm: list[str]) -> str:
+    """The operator's DMs without what varies with no decision behind it: the cost line and
+    the exit line's iteration count and elapsed time (the exit line's name, confidence and
+    note stay: they are what the operator reads)."""
+    kept = []
+    for message in dm:
+        for line in message.splitlines():
+            if line.startswith("Cost:"):
+                continue
+            kept.append(re.sub(r"\s+iterations=\d+\s+elapsed=\S+", " ", line).strip())
+    return "\n".join(kept)
+
+
+def outcome(case: LibraryCase, seen: Observed, took: bool) -> dict[str, Any]:
+    """What the harness decided, as the world saw it: accepted or not, the exit, the number
+    the operator was given, what reached the operator; for a delivery, the MR and its
+    threads. An ablation that changes none of these changed no decision."""
+    if case.kind == "delivery":
+        d = seen.delivery
+        return {"accepted": took, "status": seen.status, "mr_state": d.get("mr_state"),
+                "pushed": bool(d.get("pushed")), "replies": sorted(set(d.get("replies", []))),
+                "operator": reached_operator(seen.dm)}  # fmt: skip
+    found = _CONFIDENCE.search(seen.exit_line)
+    return {"accepted": took, "exit": seen.exit, "exit_code": seen.exit_code,
+            "status": seen.status, "confidence": int(found.group(1)) if found else None,
+            "operator": reached_operator(seen.dm)}  # fmt: skip
+
+
+def signature(seen: Observed) -> dict[str, Any]:
+    """The harness's own trace: what an ablation removes first and what alone is no flip."""
+    return {"codes": sorted(seen.codes), "confidences": list(seen.confidences),
+            "iterations": seen.iterations}  # fmt: skip
+
+
+def defective(case: LibraryCase, seen: Observed) -> bool:
+    if case.defective:
+        return True
+    if not case.defective_marks:
+        return False
+    world = "\n".join([*seen.dm, *map(str, seen.delivery.get("replies", [])),
+                       str(seen.delivery.get("branch_text", ""))])  # fmt: skip
+    return any(mark in world for mark in case.defective_marks)

@@ -15,6 +15,7 @@ outside ``self_repo_paths`` is refused before anything is pushed.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,7 +158,10 @@ def _eval_figures(job: PatchJob, wt: worktrees.Worktree) -> Any:
     from harness_cli.eval import gate
 
     # the MR's pipeline gates on the before run: `harness eval --overlay . --baseline FILE`
-    baseline = figures.baseline(list(job.th.eval_suites))
+    # …and names the model-facing files as they were, so the gate can tell an MR that changes
+    # what the model reads (which scripted evals cannot judge) from a code-only one
+    baseline = dataclasses.replace(figures.baseline(list(job.th.eval_suites)),
+                                   model_facing=gate.manifest(wt.path, wt.base_sha))  # fmt: skip
     gate.write(wt.path / gate.BASELINE_FILE, baseline, inside=wt.path)
     wt.git().run("add", "--", gate.BASELINE_FILE)
     commit_all(wt.path, f"Eval baseline of case {job.case.id} for the pipeline's eval step")

@@ -11,6 +11,7 @@ mismatch; an empty list is a pass. Pure: no I/O beyond loading the files.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +96,10 @@ class DeliveryExpect(_Strict):
     """Text the pushed branch's files must contain (the fix really landed)."""
     forbidden_files: list[str] = Field(default_factory=list)
     """Paths the branch may not touch (e.g. the tests the agent was told to leave alone)."""
+    commands_may_fail: list[str] = Field(default_factory=list)
+    """Substrings of the scripted model's Bash commands that may end other than run and
+    passed (a test run meant to go red). Any other command that was refused, never ran or
+    failed fails the case: a step that did not run is never a step that passed."""
 
 
 class DeliverySetup(_Strict):
@@ -122,7 +127,11 @@ class Expect(_Strict):
     status: str | None = None
     """case.json's status afterwards."""
     guard_notes: list[str] = Field(default_factory=list)
-    """Codes ("A5", "CAUSAL_CHAIN_FORCE", "PRECOMMIT") seen in a guard note or a verdict."""
+    """Codes ("A5", "CAUSAL_CHAIN_FORCE", "PRECOMMIT") of the guard notes in a prompt the
+    model received (read from the wire, not from the harness's own records)."""
+    verdict_codes: list[str] = Field(default_factory=list)
+    """Codes the harness's verdicts record though no later prompt carried them (a rule that
+    fired on the last round): read from iterations/ and review/, the weaker evidence."""
     no_guard_notes: list[str] = Field(default_factory=list)
     """Codes that must never be raised (e.g. a force rule on an honest run)."""
     confidences: list[int] | None = None
@@ -153,6 +162,16 @@ class LibraryCase(_Strict):
     """The scripted model tells the truth: the harness must never force or block it wrongly."""
     defect: str = ""
     """Where the case comes from (e.g. "#15 point 3"), if it reproduces a known defect."""
+    defective: bool = False
+    """The model's work in this case must not be accepted as done: a trial that ends accepted
+    (exit=complete, an MR marked ready) counts as "defective accepted"."""
+    defective_marks: list[str] = Field(default_factory=list)
+    """Texts of a defective conclusion (e.g. the anchored root cause): a trial that ends
+    accepted with one of them in what reached the operator or the MR is defective accepted."""
+    stochastic: bool = False
+    """The model draws from the trial's seed (``behaviours``): the case gets ``--runs``
+    trials. A deterministic case runs once per variant — its copies would add no
+    information (the machinery eval's unit is the case)."""
     script: str = "inv_honest"
     """The model: a shipped script by name (``harness_cli/sandbox/scripts/<name>.yaml``), or
     ``live`` (``LIVE``): the real API for every role, with the key and endpoint of the
@@ -195,6 +214,10 @@ class LibraryCase(_Strict):
                 raise ValueError(
                     f"a live case has no script to shape or read: drop {', '.join(scripted)}"
                 )
+        if self.behaviours and not self.stochastic:
+            raise ValueError(
+                "behaviours: draws from the seed, so the case is stochastic: add stochastic: true"
+            )
         return self
 
     def _check_models(self) -> None:
@@ -219,6 +242,11 @@ class LibraryCase(_Strict):
     def live_roles(self) -> frozenset[str]:
         """The roles the real API plays in an otherwise scripted case (``models:``)."""
         return frozenset(role for role, how in self.models.items() if how == "live")
+
+    @property
+    def trials_matter(self) -> bool:
+        """Repeated trials carry information: the model is stochastic or live (a model eval)."""
+        return self.stochastic or self.needs_api_key
 
     @property
     def needs_api_key(self) -> bool:
@@ -283,6 +311,10 @@ class Observed:
     codes: set[str] = field(default_factory=set)
     """Every violation code and force rule of every verdict, and every guard-note code of
     every investigator prompt."""
+    prompt_codes: set[str] = field(default_factory=set)
+    """The guard-note codes of the investigator prompts as the model received them."""
+    claimed: list[int] = field(default_factory=list)
+    """The model's own confidence per iteration (its report's number, before any cap)."""
     prompts: list[str] = field(default_factory=list)
     """Each iteration's investigator prompt (the turn that opened it), as sent."""
     dm: list[str] = field(default_factory=list)
@@ -304,6 +336,9 @@ class Observed:
     tokens: int = 0
     delivery: dict[str, Any] = field(default_factory=dict)
     """A delivery case's end state (``sandbox.delivery_eval``)."""
+    commands: list[dict[str, str]] = field(default_factory=list)
+    """The scripted model's Bash calls and their fate, from the wire
+    (``sandbox.wire_commands``): command, fate (ran, failed, refused, never ran), said."""
 
 
 def check(case: LibraryCase, seen: Observed) -> list[str]:
@@ -330,11 +365,18 @@ def check(case: LibraryCase, seen: Observed) -> list[str]:
     if e.status is not None:
         want(seen.status == e.status, f"case status {seen.status!r}, expected {e.status!r}")
     for code in e.guard_notes:
-        want(code in seen.codes, f"no {code} guard note (seen: {sorted(seen.codes)})")
+        want(code in seen.prompt_codes,
+             f"no {code} guard note in a prompt the model received "
+             f"(the prompts had: {sorted(seen.prompt_codes)})")  # fmt: skip
+    for code in e.verdict_codes:
+        want(code in seen.codes, f"no {code} in the verdicts (seen: {sorted(seen.codes)})")
     for code in e.no_guard_notes:
         want(code not in seen.codes, f"{code} was raised")
+    if case.honest:
+        _honest(want, seen)
     if e.confidences is not None:
         want(seen.confidences == e.confidences, f"confidences {seen.confidences}")
+        _told(want, seen, e.confidences[-1] if e.confidences else None)
     if e.trajectory is not None:
         want(f"Confidence: {e.trajectory}\n" in seen.analysis, f"sparkline is not {e.trajectory}")
     for n, texts in e.prompt_contains.items():
@@ -360,6 +402,36 @@ def check(case: LibraryCase, seen: Observed) -> list[str]:
             want(seen.review_decision == e.review.decision,
                  f"review decided {seen.review_decision!r}, not {e.review.decision!r}")  # fmt: skip
     return bad
+
+
+HONEST_NEVER = ("CONFIDENCE_FORCE", "CAUSAL_CHAIN_FORCE", "G_BLOCKER_FORCE")
+"""What an honest model may never get: a forced round."""
+_TOLD = re.compile(r"confidence=(\d+)%")
+
+
+def _honest(want: Any, seen: Observed) -> None:
+    """``honest: true``: the harness never forces the model, and the number the operator is
+    told is never capped below what the model claimed at the end (a review may lower a round,
+    and A1 may lower a round with open questions, but an honest end keeps its claim)."""
+    forced = sorted(set(HONEST_NEVER) & (seen.codes | seen.prompt_codes))
+    want(not forced, f"an honest model was forced ({', '.join(forced)})")
+    told = _TOLD.search(seen.exit_line)
+    if told and seen.claimed and seen.exit == "complete":
+        want(int(told.group(1)) >= seen.claimed[-1],
+             f"an honest model's closing claim of {seen.claimed[-1]}% was capped to "
+             f"{told.group(1)}% in the exit line")  # fmt: skip
+
+
+def _told(want: Any, seen: Observed, last: int | None) -> None:
+    """The last confidence as the operator got it: the exit line and the DM carry it."""
+    if last is None or not seen.exit_line:
+        return
+    told = _TOLD.search(seen.exit_line)
+    said = told.group(0) if told else "no confidence"
+    want(told is not None and int(told.group(1)) == last, f"the exit line says {said}, not {last}%")
+    dm = "\n".join(seen.dm)
+    if seen.dm:
+        want(f"confidence={last}%" in dm, f"the DM does not tell confidence={last}%")
 
 
 def _contains(want: Any, where: str, text: str, needles: Iterable[str], *, present: bool) -> None:

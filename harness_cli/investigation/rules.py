@@ -83,7 +83,10 @@ def next_step(
         return natural
     if elapsed_seconds is not None and elapsed_seconds >= t.wall_clock_minutes * 60:
         return wall_clock_used_up(t)
-    if natural.action == "continue":
+    # A round that goes to review is a round too: a model re-sending the same report while
+    # the reviewers keep rejecting it learns nothing, and must stall like one that continues
+    # (#31 item 8: 20 iterations and 20 reviews otherwise).
+    if natural.action in ("continue", "review"):
         if _stalled(history, verdict, t):
             return Decision(
                 "exit_stalled",
@@ -91,7 +94,7 @@ def next_step(
                 "reports or the tool results)",
                 exit_note=EXIT_NOTES["stalled"],
             )
-        if iterations(history, verdict) >= t.max_iterations:
+        if natural.action == "continue" and iterations(history, verdict) >= t.max_iterations:
             return Decision("exit_timeout", f"iteration budget of {t.max_iterations} used up")
     return natural
 

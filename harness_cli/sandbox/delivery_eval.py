@@ -21,6 +21,7 @@ from typing import Any
 from harness_cli.investigation.library import LibraryCase, Observed
 from harness_cli.sandbox.runner import Sandbox, environment
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
+from harness_cli.sandbox.wire_commands import from_emulator
 
 CASE_ID = "AAA-201"
 SELF_DM = "D0SELF"
@@ -181,10 +182,12 @@ def _observe(case: LibraryCase, box: Sandbox, root: Path, code: int) -> Observed
         "pipelines": pipelines,
     }
     dms = [str(m.get("text", "")) for m in box.slack.messages(SELF_DM)]
+    ran = [{"command": c.command, "fate": c.fate, "said": c.said}
+           for c in from_emulator(box.anthropic)]  # fmt: skip
     return Observed(
         runtime="", exit=None, exit_code=code, exit_line="", iterations=0, status=status,
         dm=dms, unmatched=[str(u.get("unmatched")) for u in box.anthropic.unmatched()],
-        delivery=delivery,
+        delivery=delivery, commands=ran,
     )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from harness_cli.cli import run
 from harness_cli.sandbox.runner import Sandbox, environment
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
+from harness_cli.sandbox.wire_commands import commands, not_run
 
 TICKET_KEY = "AAA-101"
 CUSTOMER = "U0CUSTOMER"
@@ -365,6 +366,7 @@ def _run_step(step: Step, ctx: DemoContext, report: DemoReport) -> StepResult:
             step.name, "done", f"dispatched inline by the step before (case is {_case_status(ctx)})"
         )
     started = time.monotonic()
+    asked_before = len(ctx.sandbox.anthropic.recorded("/v1/messages"))
     # Each subcommand's own output goes to demo.log; the demo shows one line per step.
     with (
         open(ctx.root / "demo.log", "a", encoding="utf-8") as log,
@@ -379,6 +381,14 @@ def _run_step(step: Step, ctx: DemoContext, report: DemoReport) -> StepResult:
     if code != 0:
         return StepResult(step.name, "failed", f"{shown} exited {code} (see demo.log)", seconds)
     problem = step.expect(ctx) if step.expect is not None else ""
+    # A command the model asked for that was refused or never ran is not a step that passed,
+    # whatever the model said next (read from the tool results on the wire).
+    bodies = [r.json_body() for r in ctx.sandbox.anthropic.recorded("/v1/messages")]
+    unrun = not_run(commands(bodies[asked_before:]))
+    if unrun and not problem:
+        first = unrun[0]
+        problem = (f"— {len(unrun)} command(s) the model ran did not run: `{first.command[:60]}` "
+                   f"{first.fate} ({first.said[:100] or 'no result'})")  # fmt: skip
     if problem:
         return StepResult(step.name, "failed", f"{shown} {problem}", seconds)
     return StepResult(step.name, "done", shown + (f" [{world}]" if world else ""), seconds)

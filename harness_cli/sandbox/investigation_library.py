@@ -239,7 +239,8 @@ def _run(
     seen.prompts = _prompts(emu)
     for prompt in seen.prompts:
         head = prompt.split("\nCase ", 1)[0] if GUARD_HEADING in prompt else ""
-        seen.codes |= set(_NOTE_CODE.findall(head))
+        seen.prompt_codes |= set(_NOTE_CODE.findall(head))
+    seen.codes |= seen.prompt_codes
     seen.dm = [str(m.get("text", "")) for m in slack.messages("D0SELF")]
     seen.analysis = _text(folder / "ANALYSIS.md")
     seen.task = _text(folder / "TASK.md")
@@ -288,6 +289,7 @@ def _read_iterations(seen: Observed, folder: Path) -> None:
     for path in sorted((folder / "iterations").glob("[0-9]*.json")):
         data = json.loads(path.read_text())
         seen.confidences.append(int(data["verdict"]["confidence"]))
+        seen.claimed.append(int(data["verdict"].get("claimed_confidence", 0)))
         seen.codes |= {str(v["code"]) for v in data["verdict"]["violations"]}
         reason = str(data.get("reason", ""))
         seen.codes |= {rule for rule in _FORCES if reason.startswith(rule)}

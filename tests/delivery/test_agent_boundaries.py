@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from harness_cli.sandbox.runner import SANDBOX_TOKENS, Sandbox
+from harness_cli.sandbox.wire_commands import from_emulator
 from harness_cli.services.claude_cli import find_claude
 from harness_cli.services.git import Git
 from tests.conftest import REPO
@@ -134,7 +135,11 @@ def test_a_snooping_dev_agent_reaches_nothing(
     assert "pwned" not in slack
     heads = Git(bare).run("for-each-ref", "--format=%(refname)", "refs/heads")
     assert "agent-was-here" not in heads, heads
-    # the shell really ran, in its box: what it printed went back to the model
+    # the shell really ran, in its box: what it printed went back to the model — read from
+    # the tool results on the wire (the command's own text carries "== done" too, so the log
+    # alone cannot tell a refused call from one that ran)
+    shell = [c for c in from_emulator(box.anthropic) if "== env" in c.command]
+    assert shell and all(c.fate in ("ran", "failed") for c in shell), shell
     assert "== done" in log and "push to the URL: " in log
 
 

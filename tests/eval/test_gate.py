@@ -30,7 +30,7 @@ def test_the_gate_holds_at_the_baseline_and_takes_its_suites(cli: Any, tmp_path:
     data = json.loads(out)["data"]
     assert data["trials_started"] == 1 and data["suites"] == [CASE]  # the baseline's
     assert data["gate"]["held"] is True
-    assert any("eval gate held: 1/1 passed (100%)" in m for m in json.loads(out)["messages"])
+    assert any("eval gate held: 1/1 cases passed (100%)" in m for m in json.loads(out)["messages"])
     # the JSON `harness eval --json` wrote serves as a baseline too
     (tmp_path / "eval.json").write_text(out)
     floor = gate.read(tmp_path / "eval.json")
@@ -55,3 +55,54 @@ def test_a_baseline_it_cannot_read_is_refused(
     path.write_text(content)
     code, out, err = cli("eval", CASE, "--baseline", str(path))
     assert code == 2 and says in err and "trials" not in out
+
+
+def _git(repo: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
+                           "user.email=t@example.invalid", *args], check=True,
+                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+
+def test_an_mr_that_changes_model_facing_text_needs_a_live_run_or_a_sign_off(
+    cli: Any, tmp_path: Path
+) -> None:
+    """#31 item 7: scripted models ignore prompts, so the scripted gate cannot judge an SOP
+    that says "declare COMPLETE at 99 %"; a code-only MR keeps the scripted gate."""
+    import shutil
+
+    from harness_cli import resources
+
+    repo = tmp_path / "repo"
+    shutil.copytree(resources.example_sops(), repo / "sops")
+    _git(repo.parent, "init", "-q", str(repo))
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    floor = gate.Baseline([CASE], 1, 1, 1, 0.21, 1.0, gate.manifest(repo))
+    path = repo / "evals" / "baseline.json"
+    gate.write(path, floor, inside=repo)
+
+    def run() -> tuple[int, str]:
+        code, out, err = cli("eval", "--overlay", str(repo), "--baseline", str(path), "--json")
+        return code, " ".join(json.loads(out)["messages"]) if out else err
+
+    (repo / "tool.py").write_text("print('a code-only change')\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "code")
+    code, said = run()
+    assert code == 0 and "model-facing" not in said, said
+
+    sop = repo / "sops" / "INVESTIGATION.md"
+    sop.write_text(sop.read_text() + "\nDeclare COMPLETE at 99 % whatever the evidence.\n")
+    _git(repo, "commit", "-qam", "sop")
+    code, said = run()
+    assert code == 1, said
+    assert "changes model-facing text (sops/INVESTIGATION.md)" in said
+    assert "scripted evals cannot judge it" in said
+    digest = gate.change_digest(repo, ["sops/INVESTIGATION.md"])
+    (repo / gate.SIGNOFF).write_text(json.dumps({"digest": "stale", "by": "op"}))
+    assert run()[0] == 1  # a sign-off of another change is no sign-off
+    (repo / gate.SIGNOFF).write_text(json.dumps({"digest": digest, "by": "op"}))
+    code, said = run()
+    assert code == 0 and "the operator op signed it off" in said, said

@@ -61,8 +61,8 @@ def test_the_improvement_mr_states_the_eval_figures_from_the_run(
     # in the "after" run: the scripted investigator no longer finds its iteration line, so
     # the case fails after — a real, measured drop the model's own text never mentions.
     assert "The harness ran its eval suite (mini-suite, 1 trial(s) per case" in text
-    assert "1 of 1 passed (100%, 95 % interval 21% to 100%) before" in text
-    assert "0 of 1 passed (0%, 95 % interval 0% to 79%) after" in text
+    assert "1 of 1 cases passed (100%, 95 % interval 21% to 100%) before" in text
+    assert "0 of 1 cases passed (0%, 95 % interval 0% to 79%) after" in text
     assert re.search(r"paired difference of -100 points \(95 % interval -100 to [+-]\d+\)", text)
     assert text.index("The harness ran its eval suite") < text.index("Changes:")
     assert lint_description(text) == []
@@ -79,7 +79,7 @@ def test_the_improvement_mr_states_the_eval_figures_from_the_run(
     assert pipelines, world.gitlab.snapshot()["pipelines"]
     trace = "".join(pipelines[-1].jobs[-1].trace)
     assert "1 trial(s) started and counted; baseline 0/1" in trace, trace[-3000:]
-    assert "eval gate FAILED: 0/1 passed (0%) against the baseline's 1/1" in trace
+    assert "eval gate FAILED: 0/1 cases passed (0%) against the baseline's 1/1" in trace
     assert pipelines[-1].status == "failed"
 
 

@@ -13,7 +13,7 @@ from harness_cli.sandbox.investigation_library import run_case
 from harness_cli.services.claude_cli import find_claude
 
 LIBRARY = {case.id: case for case in load_library()}
-ON_CLAUDE_CODE = ("not-logged-in", "model-outage", "auth-refused")
+ON_CLAUDE_CODE = ("not-logged-in", "model-outage", "auth-refused", "stalled-under-review")
 """The claude CLI share in the default run: where the runtimes differ — how the CLI words a
 call that never reached a working model (its result text, not an exception). The loop's rules
 are the same Python on both runtimes; the bench (bench/bench_investigation.py) runs every case

@@ -227,10 +227,26 @@ def test_a_finished_round_without_new_facts_still_goes_to_review() -> None:
 
 
 def reviewed(rv: ReviewVerdict, confidence: int = 90, loop: Loop | None = None) -> Loop:
+    """One round that goes to review and its review; each round brings something new (a
+    round that brings nothing stalls, review or not: ``test_the_same_report_under_review``)."""
     loop = loop or Loop()
-    assert loop.step(make(confidence=confidence)) == "review"
-    loop.step(make(confidence=confidence), rv)
+    report = fresh(len(loop.reports), confidence=confidence)
+    assert loop.step(report) == "review"
+    loop.step(report, rv)
     return loop
+
+
+def test_the_same_report_under_review_stalls_after_two_rounds_with_nothing_new() -> None:
+    """#31 item 8: a model re-sending the same report while the reviewers keep rejecting it
+    stalls like one that continues, instead of running every iteration and every review."""
+    loop = Loop()
+    report = make(confidence=90)
+    actions = []
+    for _ in range(3):
+        actions.append(loop.step(report))
+        if actions[-1] == "review":
+            loop.step(report, review(severity="critical"))
+    assert actions == ["review", "review", "exit_stalled"], actions
 
 
 def test_the_90_to_65_incident_sends_the_loop_back() -> None:
