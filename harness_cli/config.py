@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from harness_cli import paths
+from harness_cli.agents.mcp_contracts import McpSettings
 from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.bounds import InputBounds
 from harness_cli.ci_dispatch import CiDispatchSettings
@@ -162,6 +163,10 @@ class HarnessConfig(_Human):
     intake_rate: IntakeRate = Field(default_factory=IntakeRate)
     """Flood control: tickets per user and per channel in a window; the rest of a burst is
     folded into one case with one DM (``intake/flood.py``)."""
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    """What the harness believes about the MCP servers of mcp.json (CONTRACT §3): the
+    servers whose annotations are trusted, each tool's declared effect, the roles that may
+    write through MCP, the call timeout (``agents/mcp_contracts.py``)."""
     max_running_workflows: int = Field(4, ge=1)
     """Workflows running at once on this machine with local or systemd dispatch; the rest wait
     in order in ``$HARNESS_HOME/run-queue.json`` (``run_slots.py``)."""

@@ -6,6 +6,7 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
+from harness_cli.agents.mcp_contracts import McpSettings
 from harness_cli.agents.runtime import Runtime
 from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.bounds import InputBounds
@@ -46,6 +47,7 @@ def build_runtime(
     model: str | None = None,
     sandbox: SandboxSettings | None = None,
     inputs: InputBounds | None = None,
+    mcp: McpSettings | None = None,
 ) -> Runtime:
     """The runtime called ``name`` (default: ``runtime_name()``). Neither the claude binary
     nor the anthropic SDK is touched here: each is looked up or imported when a run starts.
@@ -59,7 +61,7 @@ def build_runtime(
     if chosen == "claude-code":
         from harness_cli.agents.claude_code import ClaudeCodeRuntime
 
-        return ClaudeCodeRuntime(model=model, sandbox_settings=sandbox)
+        return ClaudeCodeRuntime(model=model, sandbox_settings=sandbox, mcp_settings=mcp)
     if chosen == "anthropic":
         from harness_cli.agents.anthropic_loop import DEFAULT_MODEL, AnthropicRuntime
 
@@ -67,6 +69,8 @@ def build_runtime(
             model=model or DEFAULT_MODEL,
             sandbox_settings=sandbox,
             tool_result_chars=(inputs or InputBounds()).tool_result_chars,
+            mcp_settings=mcp,
+            mcp_result_bytes=(inputs or InputBounds()).mcp_result_bytes,
         )
     raise ConfigError(
         f"unknown runtime {chosen!r}",
@@ -85,6 +89,7 @@ def configured_runtime(cfg: Config) -> Runtime:
         model=cfg.harness.model,
         sandbox=cfg.harness.sandbox,
         inputs=cfg.harness.inputs,
+        mcp=cfg.harness.mcp,
     )
     # Every workflow's runtime comes from here: the one place each model call is metered
     # and each budget checked (harness_cli/cost).
