@@ -524,3 +524,20 @@ def _contract(hub: McpHub, tool: McpTool, settings: McpSettings) -> ToolContract
 
 TIMEOUT_MARGIN_S = 2.0
 """The tool loop waits this much longer than the hub's own timeout, which answers first."""
+
+
+def withheld_for(
+    servers: dict[str, McpServer], settings: McpSettings, role_name: str, result_bytes: int
+) -> tuple[list[str], dict[str, str]]:
+    """For a runtime that is its own MCP client (the claude CLI): the catalog listed once, and
+    the tool names ``role_name`` must not be offered — its contracts' refusals, plus a whole
+    server (``mcp__<server>``) whose tools could not be listed (fail closed). Also returns the
+    servers that failed, with why."""
+    hub = McpHub(servers, settings, result_bytes)
+    try:
+        hub.start()
+        _, withheld = contracts(hub, role_name, settings)
+        withheld += [f"mcp__{name}" for name in hub.failed]
+        return withheld, dict(hub.failed)
+    finally:
+        hub.stop()
