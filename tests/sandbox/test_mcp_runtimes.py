@@ -22,7 +22,7 @@ from harness_cli.agents.mcp_contracts import McpSettings
 from harness_cli.agents.runtime import RunRequest
 from harness_cli.bounds import InputBounds
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
-from harness_cli.sandbox.world.runner import World
+from harness_cli.sandbox.world.runner import STDIO_BY_DEFAULT, World
 from harness_cli.services.claude_cli import find_claude
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field 'lifespan' has an incomplete definition")
@@ -82,8 +82,15 @@ def case(tmp_path: Path) -> Path:
     return folder
 
 
-def request(case: Path, world: World, script_role: str, **overrides: Any) -> RunRequest:
-    config = world.write_mcp_config(case.parent / "mcp.json")
+def request(
+    case: Path, world: World, script_role: str, runtime: str = "anthropic", **overrides: Any
+) -> RunRequest:
+    # The claude CLI (2.1.197) lists the world's stdio servers' tools but answers "No such
+    # tool available" when one is called after another server's call failed; over HTTP the
+    # same servers work, so its tests reach every server over HTTP (the harness's own loop
+    # is tested over both transports).
+    stdio = () if runtime == "claude-code" else STDIO_BY_DEFAULT
+    config = world.write_mcp_config(case.parent / "mcp.json", stdio=stdio)
     fields: dict[str, Any] = {
         "prompt": f"[harness-role: {script_role}] investigate",
         "workdir": case,
@@ -147,7 +154,7 @@ def gone(world: World, within: float = 10.0) -> bool:
 def test_a_configured_server_is_queried_and_its_answer_reaches_the_model(
     runtime: str, world: World, emu: AnthropicEmulator, case: Path
 ) -> None:
-    result = build_runtime(runtime, mcp=TRUSTED).run(request(case, world, "mcp-read"))
+    result = build_runtime(runtime, mcp=TRUSTED).run(request(case, world, "mcp-read", runtime))
 
     assert result.stop == "end_turn", result.error
     assert result.text == "The logs answered."
@@ -165,7 +172,9 @@ def test_untrusted_annotations_are_ignored(
 ) -> None:
     """No server trusted, nothing declared: every tool is a write, so an investigation is
     offered none of them — even the ones whose server says readOnlyHint."""
-    result = build_runtime(runtime, mcp=McpSettings()).run(request(case, world, "mcp-read"))
+    result = build_runtime(runtime, mcp=McpSettings()).run(
+        request(case, world, "mcp-read", runtime)
+    )
     assert result.text == "No logs tool was offered."
     assert not {n for n in offered(emu) if n.startswith("mcp__")}
     assert world.calls("logs") == []
@@ -176,7 +185,7 @@ def test_untrusted_annotations_are_ignored(
     settings = McpSettings(
         trusted=["db"], effects={"logs/*": "read-only", "db/explain_query": "writes"}
     )
-    result = build_runtime(runtime, mcp=settings).run(request(case, world, "mcp-read"))
+    result = build_runtime(runtime, mcp=settings).run(request(case, world, "mcp-read", runtime))
     assert result.text == "The logs answered."
     names = {n for n in offered(emu) if n.startswith("mcp__")}
     if runtime == "anthropic":  # the CLI declares its MCP tools lazily; the deny list is shown
@@ -190,7 +199,7 @@ def test_denied_source_falls_back_to_the_docs_and_the_denial_is_a_real_error(
     runtime: str, world: World, emu: AnthropicEmulator, case: Path
 ) -> None:
     world.fault("denied", "logs", times=-1)
-    result = build_runtime(runtime, mcp=TRUSTED).run(request(case, world, "mcp-fallback"))
+    result = build_runtime(runtime, mcp=TRUSTED).run(request(case, world, "mcp-fallback", runtime))
 
     assert result.text == "Logs were denied; the runbook in the docs answered instead."
     names = [(t.name, t.is_error) for t in result.tool_events]
