@@ -415,7 +415,7 @@ class _CappedTransport(httpx.AsyncBaseTransport):
     body or one SSE event over it is replaced by :func:`cut_answer` and the rest is never
     read (the connection is closed)."""
 
-    def __init__(self, inner: Any, cap: int) -> None:
+    def __init__(self, inner: httpx.AsyncBaseTransport, cap: int) -> None:
         self.inner, self.cap = inner, cap
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

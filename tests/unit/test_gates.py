@@ -503,7 +503,7 @@ def test_blocked_with_a_configured_source_never_queried_fires_g4() -> None:
     [g4] = [v for v in verdict.violations if v.code == "G4"]
     assert "metrics (configured, never queried)" in g4.message
     assert "logs (configured" not in g4.message  # it was queried, and it failed: a real error
-    every = tools + (_mcp("mcp__metrics__query_metrics"), _mcp("mcp__docs__search_docs"))
+    every = (*tools, _mcp("mcp__metrics__query_metrics"), _mcp("mcp__docs__search_docs"))
     verdict = evaluate(blocked, evidence=Evidence(run_tools=every, catalog=CATALOG))
     assert not [v for v in verdict.violations if v.code == "G4"]
 
