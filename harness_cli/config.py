@@ -273,6 +273,13 @@ class Config:
     projects: ProjectsConfig
     mcp: McpConfig
 
+    @property
+    def mcp_file(self) -> Path | None:
+        """agent-config/mcp.json when it lists a server: the catalog every investigation,
+        followup and dev-agent run is given (``--mcp-config``, or the harness's own client)."""
+        path = self.dir / "mcp.json"
+        return path if path.exists() and self.mcp.mcpServers else None
+
 
 def load_config(directory: Path | None = None) -> Config:
     """Load and validate the whole agent-config folder; the first problem raises ConfigError."""

@@ -37,7 +37,7 @@ def eq1(inp: GateInput) -> Violation | None:
             if e.kind == "HARD" and not e.is_hard
         ]
         + [
-            f"{short(e.claim, 50)}: cites {server}, which answered no call of this run"
+            f"{server} never answered this run: {short(e.claim, 30)}"
             for e in items
             if e.is_hard and (server := unbacked_citation(e.source, inp.tools, inp.catalog))
         ]
