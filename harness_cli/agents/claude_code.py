@@ -115,6 +115,19 @@ class ClaudeCodeRuntime:
             shell = policy.shell_allowed(req)
             return guard.guarded(req, lambda: self._run(binary, req, folder, settings, shell))
 
+    def mcp_env(self) -> dict[str, str]:
+        """harness.yaml's ``mcp:`` bounds, in the CLI's own words (2.1.x reads these): by default
+        it does not wait for its MCP servers before the first turn, so a stdio server slower to
+        start than the model to answer is "still connecting" when the model calls it. Here it
+        waits up to ``start_timeout_s``, and each call is bounded by ``timeout_s`` — the limits
+        the harness's own client applies."""
+        return {
+            "MCP_CONNECTION_NONBLOCKING": "false",
+            "MCP_CONNECT_TIMEOUT_MS": str(int(self.mcp.start_timeout_s * 1000)),
+            "MCP_TIMEOUT": str(int(self.mcp.start_timeout_s * 1000)),
+            "MCP_TOOL_TIMEOUT": str(int(self.mcp.timeout_s * 1000)),
+        }
+
     def mcp_policy(self, req: RunRequest) -> RunRequest:
         """The same MCP policy as the harness's own loop (``mcp_contracts``): a role without
         MCP gets no ``--mcp-config``; for the others the catalog is listed once and every tool
@@ -262,7 +275,9 @@ class ClaudeCodeRuntime:
         env["CLAUDE_CONFIG_DIR"] = os.environ.get("CLAUDE_CONFIG_DIR") or str(
             Path.home() / ".claude"
         )
-        env.update({**self.env, **ALWAYS_ENV, **(KEYED_ENV if _api_key() else {})})
+        env.update(
+            {**self.env, **self.mcp_env(), **ALWAYS_ENV, **(KEYED_ENV if _api_key() else {})}
+        )
         if os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"  # bypassPermissions is refused to root without it
         # Its Bash inherits this: no variable holding a secret's value, whatever its name (R3).

@@ -26,9 +26,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 def wire(inv: Investigation, world: World) -> None:
     """The world as the investigation's sources; its logs and metrics trusted."""
-    # The claude CLI reaches the world over HTTP (see tests/sandbox/test_mcp_runtimes.py).
-    stdio = () if inv.runtime == "claude-code" else STDIO_BY_DEFAULT
-    world.write_mcp_config(inv.config / "mcp.json", stdio=stdio)
+    world.write_mcp_config(inv.config / "mcp.json", stdio=STDIO_BY_DEFAULT)
     path = inv.config / "harness.yaml"
     data = yaml.safe_load(path.read_text())
     data["mcp"] = {"trusted": ["logs", "metrics"]}

@@ -82,15 +82,9 @@ def case(tmp_path: Path) -> Path:
     return folder
 
 
-def request(
-    case: Path, world: World, script_role: str, runtime: str = "anthropic", **overrides: Any
-) -> RunRequest:
-    # The claude CLI (2.1.197) lists the world's stdio servers' tools but answers "No such
-    # tool available" when one is called after another server's call failed; over HTTP the
-    # same servers work, so its tests reach every server over HTTP (the harness's own loop
-    # is tested over both transports).
-    stdio = () if runtime == "claude-code" else STDIO_BY_DEFAULT
-    config = world.write_mcp_config(case.parent / "mcp.json", stdio=stdio)
+def request(case: Path, world: World, script_role: str, **overrides: Any) -> RunRequest:
+    # docs and db over stdio, the rest over HTTP, on both runtimes (``World.mcp_config``)
+    config = world.write_mcp_config(case.parent / "mcp.json", stdio=STDIO_BY_DEFAULT)
     fields: dict[str, Any] = {
         "prompt": f"[harness-role: {script_role}] investigate",
         "workdir": case,
@@ -154,7 +148,7 @@ def gone(world: World, within: float = 10.0) -> bool:
 def test_a_configured_server_is_queried_and_its_answer_reaches_the_model(
     runtime: str, world: World, emu: AnthropicEmulator, case: Path
 ) -> None:
-    result = build_runtime(runtime, mcp=TRUSTED).run(request(case, world, "mcp-read", runtime))
+    result = build_runtime(runtime, mcp=TRUSTED).run(request(case, world, "mcp-read"))
 
     assert result.stop == "end_turn", result.error
     assert result.text == "The logs answered."
@@ -172,9 +166,7 @@ def test_untrusted_annotations_are_ignored(
 ) -> None:
     """No server trusted, nothing declared: every tool is a write, so an investigation is
     offered none of them — even the ones whose server says readOnlyHint."""
-    result = build_runtime(runtime, mcp=McpSettings()).run(
-        request(case, world, "mcp-read", runtime)
-    )
+    result = build_runtime(runtime, mcp=McpSettings()).run(request(case, world, "mcp-read"))
     assert result.text == "No logs tool was offered."
     assert not {n for n in offered(emu) if n.startswith("mcp__")}
     assert world.calls("logs") == []
@@ -185,7 +177,7 @@ def test_untrusted_annotations_are_ignored(
     settings = McpSettings(
         trusted=["db"], effects={"logs/*": "read-only", "db/explain_query": "writes"}
     )
-    result = build_runtime(runtime, mcp=settings).run(request(case, world, "mcp-read", runtime))
+    result = build_runtime(runtime, mcp=settings).run(request(case, world, "mcp-read"))
     assert result.text == "The logs answered."
     names = {n for n in offered(emu) if n.startswith("mcp__")}
     if runtime == "anthropic":  # the CLI declares its MCP tools lazily; the deny list is shown
@@ -199,7 +191,7 @@ def test_denied_source_falls_back_to_the_docs_and_the_denial_is_a_real_error(
     runtime: str, world: World, emu: AnthropicEmulator, case: Path
 ) -> None:
     world.fault("denied", "logs", times=-1)
-    result = build_runtime(runtime, mcp=TRUSTED).run(request(case, world, "mcp-fallback", runtime))
+    result = build_runtime(runtime, mcp=TRUSTED).run(request(case, world, "mcp-fallback"))
 
     assert result.text == "Logs were denied; the runbook in the docs answered instead."
     names = [(t.name, t.is_error) for t in result.tool_events]
