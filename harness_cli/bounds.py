@@ -33,6 +33,10 @@ class InputBounds(BaseModel):
     tool_result_chars: int = Field(50_000, ge=1_000)
     """One tool result handed back to the model by the harness's own tool loop (the claude
     CLI bounds its own)."""
+    mcp_result_bytes: int = Field(1_000_000, ge=10_000)
+    """One MCP server's answer as the harness's own MCP client reads it: past this many bytes
+    the rest is dropped while it arrives (never held whole), and the model gets the head with
+    a note saying it was cut."""
 
 
 CUT_NOTE = "[… {cut} of {total} characters of {what} left out here; the whole text is in {where}]"

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from harness_cli import paths
+from harness_cli.agents.mcp_contracts import McpSettings
 from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.bounds import InputBounds
 from harness_cli.ci_dispatch_settings import CiDispatchSettings
@@ -165,6 +166,10 @@ class HarnessConfig(_Human):
     intake_rate: IntakeRate = Field(default_factory=IntakeRate)
     """Flood control: tickets per user and per channel in a window; the rest of a burst is
     folded into one case with one DM (``intake/flood.py``)."""
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    """What the harness believes about the MCP servers of mcp.json (CONTRACT §3): the
+    servers whose annotations are trusted, each tool's declared effect, the roles that may
+    write through MCP, the call timeout (``agents/mcp_contracts.py``)."""
     max_running_workflows: int = Field(4, ge=1)
     """Workflows running at once on this machine with local or systemd dispatch; the rest wait
     in order in ``$HARNESS_HOME/run-queue.json`` (``run_slots.py``)."""
@@ -270,6 +275,13 @@ class Config:
     harness: HarnessConfig
     projects: ProjectsConfig
     mcp: McpConfig
+
+    @property
+    def mcp_file(self) -> Path | None:
+        """agent-config/mcp.json when it lists a server: the catalog every investigation,
+        followup and dev-agent run is given (``--mcp-config``, or the harness's own client)."""
+        path = self.dir / "mcp.json"
+        return path if path.exists() and self.mcp.mcpServers else None
 
 
 def load_config(directory: Path | None = None) -> Config:

@@ -11,6 +11,7 @@ is refused before it runs. The stable prompt prefix and the conversation so far 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import dataclasses
 import functools
 import json
@@ -20,13 +21,23 @@ import re
 import ssl
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness_cli import paths
-from harness_cli.agents import guard, policy, prompt_layout, sandbox, tools
+from harness_cli.agents import (
+    guard,
+    mcp_client,
+    mcp_contracts,
+    policy,
+    prompt_layout,
+    sandbox,
+    tools,
+)
+from harness_cli.agents.mcp_client import McpHub
+from harness_cli.agents.mcp_contracts import McpSettings
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -96,6 +107,8 @@ class AnthropicRuntime:
         sandbox_settings: sandbox.SandboxSettings | None = None,
         worktrees: Path | None = None,
         tool_result_chars: int | None = None,
+        mcp_settings: McpSettings | None = None,
+        mcp_result_bytes: int | None = None,
     ) -> None:
         """``client_factory`` builds a fresh ``anthropic.Anthropic`` per run (default: from the
         environment, ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``), closed when the run ends;
@@ -116,11 +129,41 @@ class AnthropicRuntime:
         """Where the cases' worktrees live: outside every run's box."""
         self.tool_result_chars = tool_result_chars or InputBounds().tool_result_chars
         """One tool result's size in the next request (``inputs.tool_result_chars``)."""
+        self.mcp = mcp_settings or McpSettings()
+        """harness.yaml ``mcp:``: trust, declared effects, write roles, the call timeout."""
+        self.mcp_result_bytes = mcp_result_bytes or InputBounds().mcp_result_bytes
+        """One MCP answer's size on the wire (``inputs.mcp_result_bytes``): cut while read."""
+        self.last_hub: McpHub | None = None
+        """The last run's MCP hub (its calls, its failures), for tests and the bench."""
 
     def run(self, req: RunRequest) -> RunResult:
-        offered = {
-            n: c for n, c in self.tool_table.items() if n not in policy.disallowed_tools(req)
-        }
+        denied = policy.disallowed_tools(req)
+        offered = {n: c for n, c in self.tool_table.items() if n not in denied}
+        with self._catalog(req, denied) as mcp_tools:
+            return self._run_with(req, {**offered, **mcp_tools})
+
+    @contextlib.contextmanager
+    def _catalog(
+        self, req: RunRequest, denied: tuple[str, ...]
+    ) -> Iterator[dict[str, tools.ToolContract]]:
+        """The run's MCP servers, started once for the run and stopped with it whatever
+        happens; yields the tools the role is offered (``mcp_contracts``)."""
+        servers = mcp_client.load_servers(req.mcp_config)
+        if not servers or not mcp_contracts.role_gets_mcp(req.role):
+            yield {}
+            return
+        hub = mcp_client.McpHub(servers, self.mcp, self.mcp_result_bytes)
+        self.last_hub = hub
+        try:
+            hub.start()
+            offered, withheld = mcp_client.contracts(hub, req.role, self.mcp, denied)
+            event(log, "mcp_catalog", role=req.role, offered=sorted(offered),
+                  withheld=sorted(withheld), failed=hub.failed)  # fmt: skip
+            yield offered
+        finally:
+            hub.stop()
+
+    def _run_with(self, req: RunRequest, offered: dict[str, tools.ToolContract]) -> RunResult:
         boxed = "Bash" in offered and sandbox.required_box(self.name, self.sandbox, req.role)
         with sandbox.scratch() as folder:
             home = folder / "home"
@@ -154,8 +197,6 @@ class AnthropicRuntime:
             messages[-1]["content"].extend(prompt)
         else:
             messages.append({"role": "user", "content": prompt})
-        if req.mcp_config is not None:
-            event(log, "mcp_config_ignored", logging.WARNING, path=str(req.mcp_config))
         budget = _Budget(req.max_turns, time.monotonic() + req.timeout_s)
         ctx = dataclasses.replace(ctx, deadline=budget.deadline)
         result = RunResult(text="", stop="end_turn", session_id=session_id)

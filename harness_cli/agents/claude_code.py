@@ -9,8 +9,10 @@ missing fields are tolerated; only ``result`` is authoritative for totals.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -21,8 +23,18 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness_cli import bounded, redaction
-from harness_cli.agents import cgroups, guard, lifetime, limits, policy, prompt_layout, sandbox
+from harness_cli.agents import (
+    cgroups,
+    guard,
+    lifetime,
+    limits,
+    mcp_contracts,
+    policy,
+    prompt_layout,
+    sandbox,
+)
 from harness_cli.agents.limits import LimitSettings
+from harness_cli.agents.mcp_contracts import McpSettings
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -32,8 +44,10 @@ from harness_cli.agents.runtime import (
     cost_usd,
 )
 from harness_cli.errors import ConfigError
-from harness_cli.logs import redact
+from harness_cli.logs import event, redact
 from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
+
+log = logging.getLogger("harness.agents.claude_code")
 
 STDERR_KEEP = 4000
 EVENT_MAX_BYTES = 16 << 20
@@ -72,6 +86,8 @@ class ClaudeCodeRuntime:
         env: Mapping[str, str] | None = None,
         sandbox_settings: sandbox.SandboxSettings | None = None,
         worktrees: Path | None = None,
+        mcp_settings: McpSettings | None = None,
+        mcp_result_bytes: int = 1_000_000,
     ) -> None:
         """``binary`` defaults to ``find_claude()``; ``env`` is added to the CLI's own small
         environment (``environment()``); ``sandbox_settings``: harness.yaml's ``sandbox:``;
@@ -81,6 +97,8 @@ class ClaudeCodeRuntime:
         self.env = dict(env or {})
         self.sandbox = sandbox_settings or sandbox.SandboxSettings()
         self.worktrees = worktrees or policy.default_worktrees()
+        self.mcp = mcp_settings or McpSettings()
+        self.mcp_result_bytes = mcp_result_bytes
 
     def run(self, req: RunRequest) -> RunResult:
         binary = self.binary or find_claude()
@@ -89,6 +107,7 @@ class ClaudeCodeRuntime:
                 "the claude CLI is not installed",
                 hint=f"run `make claude-cli` (pins {PINNED_VERSION}) or set HARNESS_CLAUDE_BIN",
             )
+        req = self.mcp_policy(req)
         boxed = policy.shell_allowed(req) and sandbox.required_box(
             self.name, self.sandbox, req.role
         )
@@ -99,6 +118,40 @@ class ClaudeCodeRuntime:
             settings = self._settings(req, folder, boxed)
             shell = policy.shell_allowed(req)
             return guard.guarded(req, lambda: self._run(binary, req, folder, settings, shell))
+
+    def mcp_env(self) -> dict[str, str]:
+        """harness.yaml's ``mcp:`` bounds, in the CLI's own words (2.1.x reads these): by default
+        it does not wait for its MCP servers before the first turn, so a stdio server slower to
+        start than the model to answer is "still connecting" when the model calls it. Here it
+        waits up to ``start_timeout_s``, and each call is bounded by ``timeout_s`` — the limits
+        the harness's own client applies."""
+        return {
+            "MCP_CONNECTION_NONBLOCKING": "false",
+            "MCP_CONNECT_TIMEOUT_MS": str(int(self.mcp.start_timeout_s * 1000)),
+            "MCP_TIMEOUT": str(int(self.mcp.start_timeout_s * 1000)),
+            "MCP_TOOL_TIMEOUT": str(int(self.mcp.timeout_s * 1000)),
+        }
+
+    def mcp_policy(self, req: RunRequest) -> RunRequest:
+        """The same MCP policy as the harness's own loop (``mcp_contracts``): a role without
+        MCP gets no ``--mcp-config``; for the others the catalog is listed once and every tool
+        the role's contracts refuse goes on the deny list (``--disallowedTools`` wins over the
+        per-server allow)."""
+        if req.mcp_config is None:
+            return req
+        if not mcp_contracts.role_gets_mcp(req.role):
+            return dataclasses.replace(req, mcp_config=None)
+        # The MCP client (httpx, the SDK) loads only for a run that has servers.
+        from harness_cli.agents import mcp_client
+
+        servers = mcp_client.load_servers(req.mcp_config)
+        if not servers:
+            return req
+        withheld, failed = mcp_client.withheld_for(
+            servers, self.mcp, req.role, self.mcp_result_bytes
+        )
+        event(log, "mcp_catalog", role=req.role, withheld=sorted(withheld), failed=failed)
+        return dataclasses.replace(req, disallowed_tools=(*req.disallowed_tools, *withheld))
 
     def _settings(self, req: RunRequest, folder: Path, boxed: bool) -> Path:
         """The run's ``--settings`` file: the Bash sandbox (for a run with a shell) and the
@@ -226,7 +279,9 @@ class ClaudeCodeRuntime:
         env["CLAUDE_CONFIG_DIR"] = os.environ.get("CLAUDE_CONFIG_DIR") or str(
             Path.home() / ".claude"
         )
-        env.update({**self.env, **ALWAYS_ENV, **(KEYED_ENV if _api_key() else {})})
+        env.update(
+            {**self.env, **self.mcp_env(), **ALWAYS_ENV, **(KEYED_ENV if _api_key() else {})}
+        )
         if os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"  # bypassPermissions is refused to root without it
         # Its Bash inherits this: no variable holding a secret's value, whatever its name (R3).

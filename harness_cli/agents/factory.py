@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness_cli.agents.mcp_contracts import McpSettings
 from harness_cli.agents.runtime import Runtime
 from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.bounds import InputBounds
@@ -48,6 +49,7 @@ def build_runtime(
     sandbox: SandboxSettings | None = None,
     inputs: InputBounds | None = None,
     worktrees: Path | None = None,
+    mcp: McpSettings | None = None,
 ) -> Runtime:
     """The runtime called ``name`` (default: ``runtime_name()``). Neither the claude binary
     nor the anthropic SDK is touched here: each is looked up or imported when a run starts.
@@ -62,7 +64,9 @@ def build_runtime(
     if chosen == "claude-code":
         from harness_cli.agents.claude_code import ClaudeCodeRuntime
 
-        return ClaudeCodeRuntime(model=model, sandbox_settings=sandbox, worktrees=worktrees)
+        return ClaudeCodeRuntime(
+            model=model, sandbox_settings=sandbox, worktrees=worktrees, mcp_settings=mcp
+        )
     if chosen == "anthropic":
         from harness_cli.agents.anthropic_loop import DEFAULT_MODEL, AnthropicRuntime
 
@@ -71,6 +75,8 @@ def build_runtime(
             sandbox_settings=sandbox,
             worktrees=worktrees,
             tool_result_chars=(inputs or InputBounds()).tool_result_chars,
+            mcp_settings=mcp,
+            mcp_result_bytes=(inputs or InputBounds()).mcp_result_bytes,
         )
     raise ConfigError(
         f"unknown runtime {chosen!r}",
@@ -116,6 +122,7 @@ def configured_runtime(cfg: Config) -> Runtime:
         sandbox=cfg.harness.sandbox,
         inputs=cfg.harness.inputs,
         worktrees=cfg.harness.delivery.root(),
+        mcp=cfg.harness.mcp,
     )
     # Every workflow's runtime comes from here: the one place each model call is metered
     # and each budget checked (harness_cli/cost).

@@ -53,7 +53,8 @@ from harness_cli.bounded import CHUNK, Bounded
 from harness_cli.errors import PolicyRefused
 from harness_cli.state import nofollow
 
-Effect = Literal["read-only", "writes-file", "external"]
+Effect = Literal["read-only", "writes-file", "writes", "external"]
+"""``writes``: an MCP tool that changes something beyond the files (``mcp_contracts``)."""
 
 READ_LINES = 2000
 LINE_CHARS = 2000
@@ -103,8 +104,17 @@ class ToolContract:
     run: Callable[[ToolContext, dict[str, Any]], str]
     path_arg: str | None = None
     """The argument naming the file a ``writes-file`` tool changes (checked before the run)."""
+    input_schema: dict[str, Any] | None = None
+    """An MCP tool's own JSON schema, offered as the server wrote it (``properties`` and
+    ``required`` are what the arguments are checked against)."""
 
     def schema(self) -> dict[str, Any]:
+        if self.input_schema is not None:
+            return {
+                "name": self.name,
+                "description": self.description,
+                "input_schema": self.input_schema,
+            }
         return {
             "name": self.name,
             "description": self.description,

@@ -80,6 +80,9 @@ def demo(
         ]
     ]
     result.messages.append(f"exit line: {s.get('exit', '-')}")
+    if s.get("sources") is not None:  # what the sandbox world's servers saw being asked
+        shown = ", ".join(f"{name} ({n})" for name, n in s["sources"].items()) or "none"
+        result.messages.append(f"sources queried (MCP calls): {shown}")
     if report.unsandboxed:
         result.messages.append(f"WARNING: {report.unsandboxed}")
     result.messages.append(

@@ -85,6 +85,7 @@ class Work:
                 workdir=wt.path,
                 allowed_root=wt.path,
                 protect=(self.case_dir,),
+                mcp_config=self.cfg.mcp_file,  # the catalog; writes only per `mcp: write_roles`
                 max_turns=40,
                 timeout_s=1200,
                 on_event=observe(self.status, case_id=self.case.id, role=role),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness_cli.investigation.exits import trajectory
-from harness_cli.loop.evidence import ToolUse, failed_call
+from harness_cli.loop.evidence import ToolUse, failed_call, sources_line
 from harness_cli.loop.report import CompletionReport, UncheckedSource
 from harness_cli.loop.verdict import Decision, Verdict
 
@@ -82,7 +82,10 @@ def analysis_md(
     report: CompletionReport | None,
     tools: Sequence[ToolUse],
     notes: str,
+    *,
+    catalog: Sequence[str] = (),
 ) -> str:
+    sources = sources_line(tools, catalog)
     parts = [
         BEGIN,
         f"# {case_id} — analysis",
@@ -93,6 +96,8 @@ def analysis_md(
         "",
         f"Decision: {decision.reason}",
     ]
+    if sources:
+        parts += ["", f"Sources queried: {sources.removeprefix('sources: ')}"]
     if decision.exit_reason != "complete":
         held = blockers(report, tools)
         if held:

@@ -53,6 +53,8 @@ class LoopResult:
     tokens: dict[str, int] = field(default_factory=dict)
     tools: tuple[ToolUse, ...] = ()
     """Every tool call of the run, as the runtime reported it (the blockers' evidence)."""
+    catalog: tuple[str, ...] = ()
+    """The MCP servers the run could reach (the exit line's and ANALYSIS.md's sources)."""
 
     @property
     def confidence(self) -> int:
@@ -119,6 +121,7 @@ class Loop:
             iterations(self.history),
             self._elapsed(),
             tools=tuple(self.run_tools),
+            catalog=self._catalog(),
         )
 
     def _run(self) -> Decision:
@@ -190,7 +193,11 @@ class Loop:
         return verdict
 
     def _evidence(self, tools: list[ToolUse]) -> Evidence:
-        return Evidence(tuple(self.run_tools), tuple(tools), self.seen)
+        return Evidence(tuple(self.run_tools), tuple(tools), self.seen, self._catalog())
+
+    def _catalog(self) -> tuple[str, ...]:
+        """The sources the investigator could reach: every server of mcp.json."""
+        return tuple(self.cfg.mcp.mcpServers)
 
     def _review(
         self, n: int, slate: precommit.Slate, found: Extraction, tools: list[ToolUse]
@@ -217,7 +224,8 @@ class Loop:
         verdict = evaluate(
             self.report, self.previous, outcome.verdict, self.cfg.harness.investigation,
             prose=found.prose, problems=found.problems, history=self.history,
-            elapsed_seconds=self._elapsed(), evidence=Evidence(tuple(self.run_tools), tuple(tools)),
+            elapsed_seconds=self._elapsed(),
+            evidence=Evidence(tuple(self.run_tools), tuple(tools), catalog=self._catalog()),
         )  # fmt: skip
         self.history.append(verdict)
         self._save_review(n, outcome.raw, outcome.staged, verdict, time.monotonic() - began)

@@ -23,6 +23,7 @@ from harness_cli.investigation.exits import exit_line, points
 from harness_cli.investigation.loop import LoopResult
 from harness_cli.investigation.rules import split_actions
 from harness_cli.logs import event
+from harness_cli.loop.evidence import sources_line
 from harness_cli.loop.report import CompletionReport
 from harness_cli.ops.outbound import Outbound
 from harness_cli.state.store import atomic_write_text
@@ -55,16 +56,26 @@ def publish(
 ) -> Published:
     decision = result.decision
     reason = decision.exit_reason or "timeout"
-    line = exit_line(
-        reason, result.confidence, result.iterations, result.elapsed_seconds, decision.exit_note
-    )
+    # The sources the run queried go with the exit line (a failure's cause comes first).
+    sources = sources_line(result.tools, result.catalog)
+    note = "; ".join(n for n in (decision.exit_note, sources) if n) or None
+    line = exit_line(reason, result.confidence, result.iterations, result.elapsed_seconds, note)
     event(log, "investigation_exit", case_id=case_id, line=line)
     folder = registry.case_dir(case_id)
     report = result.report
     notes = investigator_notes(folder)
     atomic_write_text(
         folder / ANALYSIS,
-        analysis_md(case_id, line, decision, result.history, report, result.tools, notes),
+        analysis_md(
+            case_id,
+            line,
+            decision,
+            result.history,
+            report,
+            result.tools,
+            notes,
+            catalog=result.catalog,
+        ),
     )
     completed = decision.action == "exit_complete"
     atomic_write_text(

@@ -94,6 +94,9 @@ class Evidence:
     """This round's calls (stalled)."""
     seen: frozenset[str] = field(default_factory=frozenset)
     """The facts of every earlier round (stalled)."""
+    catalog: tuple[str, ...] = ()
+    """The MCP servers this run could reach (agent-config/mcp.json): the sources EQ1 holds a
+    HARD citation to, and the ones the exit line says were never queried."""
 
 
 def _norm(text: str) -> str:
@@ -203,3 +206,53 @@ def calls_to(source: UncheckedSource | str, tools: Sequence[ToolUse]) -> list[To
 def failed_call(source: UncheckedSource | str, tools: Sequence[ToolUse]) -> ToolUse | None:
     """The failed call that shows ``source`` unavailable in this run, if there is one."""
     return next((t for t in calls_to(source, tools) if not t.ok), None)
+
+
+def _server_of(name: str) -> str | None:
+    """``mcp__<server>__<tool>`` → server (None for a built-in tool)."""
+    if not name.startswith("mcp__"):
+        return None
+    server, sep, _ = name[5:].partition("__")
+    return server if sep else None
+
+
+def queried(tools: Iterable[ToolUse]) -> dict[str, bool]:
+    """Each MCP server called this run → whether some call to it answered (not an error)."""
+    found: dict[str, bool] = {}
+    for t in tools:
+        server = _server_of(t.name)
+        if server is not None:
+            found[server] = found.get(server, False) or t.ok
+    return found
+
+
+def cited_servers(source: str, catalog: Sequence[str]) -> list[str]:
+    """The catalog's servers a citation names: ``mcp__logs__search_logs``, ``logs
+    (search_logs)``, ``metrics: checkout.price_mismatch`` — a server's name as a word."""
+    words = set(_TOKEN.findall(source.lower().replace("__", " ")))
+    return [s for s in catalog if s.lower() in words or f"mcp__{s.lower()}__" in source.lower()]
+
+
+def unbacked_citation(source: str, tools: Sequence[ToolUse] | None, catalog: Sequence[str]) -> str:
+    """EQ1 on the wire: the catalog server a HARD citation names that no call of this run got
+    an answer from ("" when the citation is backed, names no catalog source, or the run's
+    calls are unknown — a report checked by hand)."""
+    if tools is None or not catalog:
+        return ""
+    answered = {s for s, ok in queried(tools).items() if ok}
+    return next((s for s in cited_servers(source, catalog) if s not in answered), "")
+
+
+def sources_line(tools: Iterable[ToolUse], catalog: Sequence[str]) -> str:
+    """``sources: logs, metrics (docs failed; tracker, db never queried)`` — for the exit
+    line and ANALYSIS.md; "" when the run had no MCP catalog and made no MCP call."""
+    seen = queried(tools)
+    if not seen and not catalog:
+        return ""
+    ok = [s for s, good in seen.items() if good]
+    failed = [s for s, good in seen.items() if not good]
+    never = [s for s in catalog if s not in seen]
+    notes = ([f"{', '.join(failed)} failed"] if failed else []) + (
+        [f"{', '.join(never)} never queried"] if never else []
+    )
+    return f"sources: {', '.join(ok) or 'none'}" + (f" ({'; '.join(notes)})" if notes else "")

@@ -205,7 +205,7 @@ class CaseRunner:
                 else investigation_disallowed(self.cfg),
                 max_turns=self.max_turns,
                 timeout_s=self.timeout_s,
-                mcp_config=self._mcp(),
+                mcp_config=self.cfg.mcp_file,
                 cache_prefix=self.cache_prefix,
                 context=context,
                 protect=self._protected() if self.guard else (),
@@ -319,10 +319,6 @@ class CaseRunner:
 
         trees = (self.case_dir, sops_dir(self.cfg), self.cfg.dir, paths.precommit_dir())
         return tuple(p for p in trees if p.is_dir())
-
-    def _mcp(self) -> Path | None:
-        path = self.cfg.dir / "mcp.json"
-        return path if path.exists() and self.cfg.mcp.mcpServers else None
 
     def drain(self) -> list[dict[str, Any]]:
         """The records since the last drain (for iterations/NN.json)."""

@@ -12,6 +12,7 @@ import subprocess
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness_cli import paths
 from harness_cli.doctor import Check
@@ -279,18 +280,34 @@ def mcp_servers() -> list[Check]:
     from harness_cli.ops.mcp_watch import fix_for
 
     try:
-        servers = load_config().mcp.mcpServers
+        cfg = load_config()
     except HarnessError:
         return []
+    servers = cfg.mcp.mcpServers
     if not servers:
         return [Check("MCP servers", "ok", "none configured")]
     found = probe_all(dict(servers))
     return [
-        Check(f"MCP {name}", "ok", probe.line())
+        Check(f"MCP {name}", "ok", f"{probe.line()}; {tool_effects(name, probe, cfg.harness.mcp)}")
         if probe.ok
         else Check(f"MCP {name}", "fail", probe.line(), fix_for(name, servers[name], None))
         for name, probe in found.items()
     ]
+
+
+def tool_effects(server: str, probe: Any, settings: Any) -> str:
+    """Each tool with the effect its contract gives it (``agents.mcp_contracts``), grouped:
+    ``read-only: search_logs, list_services; writes (untrusted): add_comment``."""
+    from harness_cli.agents.mcp_contracts import effect_of
+
+    groups: dict[str, list[str]] = {}
+    for tool in probe.tools:
+        policy = effect_of(server, tool, probe.annotations.get(tool), settings)
+        label = "denied (Slack write)" if policy.denied else f"{policy.effect} ({policy.why})"
+        groups.setdefault(label, []).append(tool)
+    return (
+        "; ".join(f"{label}: {', '.join(names)}" for label, names in groups.items()) or "no tools"
+    )
 
 
 def agent_sandbox() -> Check:

@@ -54,6 +54,8 @@ class Probe:
     """The first HTTP error status the server answered (HTTP transports only)."""
     www_authenticate: str = ""
     tools: list[str] = field(default_factory=list)
+    annotations: dict[str, Any] = field(default_factory=dict)
+    """Each tool's annotations as the server states them (``ToolAnnotations`` or None)."""
     stderr: str = ""
     """The tail of a stdio server's stderr when it failed."""
     elapsed_s: float = 0.0
@@ -175,6 +177,7 @@ async def _use(session: ClientSession, server: McpServer, result: Probe) -> None
     result.stage = "list_tools"
     listed = await session.list_tools()
     result.tools = [t.name for t in listed.tools]
+    result.annotations = {t.name: t.annotations for t in listed.tools}
     if server.noop_tool:
         result.stage = "call_tool"
         if server.noop_tool not in result.tools:

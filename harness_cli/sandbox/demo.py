@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli.cli import run
-from harness_cli.sandbox.runner import Sandbox, environment
+from harness_cli.sandbox.runner import MCP_CONFIG, Sandbox, environment
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
 from harness_cli.sandbox.wire_commands import commands, not_run
 
@@ -265,6 +265,29 @@ def _seed_config(root: Path, runtime: str) -> tuple[Path, str]:
     return target, unboxed
 
 
+WORLD_TRUST: dict[str, Any] = {
+    "trusted": ["logs", "metrics", "docs"],
+    "effects": {"db/query": "read-only", "db/list_tables": "read-only",
+                "db/describe_table": "read-only"},
+}  # fmt: skip
+"""What the demo's operator believes about the world's servers: logs, metrics and docs are
+their own (their annotations trusted); of the database only the tools named here are reads —
+its ``explain_query`` claims readOnlyHint and writes, so it stays undeclared, a write. The
+tracker is untrusted and undeclared: the investigation is not offered it."""
+
+
+def _wire_world(config: Path, world_mcp: Path) -> None:
+    """The sandbox world's servers as the demo's agent-config/mcp.json, with the trust above
+    in its harness.yaml: the investigation's sources, as an operator would wire real ones."""
+    import yaml
+
+    shutil.copy2(world_mcp, config / "mcp.json")
+    path = config / "harness.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data["mcp"] = WORLD_TRUST
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
 DEMO_AUTHOR = "Demo Operator <operator@sandbox.example>"
 """The demo's commit author on a machine with no git identity (a real install refuses to
 commit without one; the demo's sandbox team has this member)."""
@@ -322,6 +345,9 @@ def run_demo(
         )
         chosen = demo_runtime(runtime)
         config, report.unsandboxed = _seed_config(root, chosen)
+        if box.world is not None:
+            _wire_world(config, box.root / MCP_CONFIG)
+            box.world.wait_ready()  # its HTTP servers listen before the investigation asks
         env = {
             **box.env(),
             "HARNESS_HOME": str(root / "home"),
@@ -419,6 +445,17 @@ def _first_line(path: Path) -> str:
         return "-"
 
 
+def _sources(ctx: DemoContext) -> dict[str, int] | None:
+    """The world's servers the run asked, with how many calls each (None: no world)."""
+    world = ctx.sandbox.world
+    if world is None:
+        return None
+    counts: dict[str, int] = {}
+    for call in world.calls():
+        counts[call["server"]] = counts.get(call["server"], 0) + 1
+    return counts
+
+
 def _summary(ctx: DemoContext, env: dict[str, str]) -> dict[str, Any]:
     import json
 
@@ -438,5 +475,6 @@ def _summary(ctx: DemoContext, env: dict[str, str]) -> dict[str, Any]:
         "replies": len(self_dm.get("messages", [])),
         "jira": _first_line(case_file.parent / "jira-issue.md"),
         "model_requests": state["anthropic"].get("messages", state["anthropic"]["requests"]),
+        "sources": _sources(ctx),
         "tokens": state["anthropic"]["usage"],
     }

@@ -123,6 +123,16 @@ def test_make_demo_path_runs_offline_from_any_directory_and_keeps_its_state(
     summary = report["data"]["summary"]
     assert summary["status"] == "closed"
     assert summary["exit"].startswith("exit=complete")
+    # it investigated against the sandbox world: logs and metrics queried (over MCP), cited as
+    # HARD, and the exit line and ANALYSIS.md say which sources were used
+    assert "sources: logs, metrics (" in summary["exit"], summary["exit"]
+    called = {(c["server"], c["tool"]) for c in state["world"]["calls"]}
+    assert {("logs", "search_logs"), ("metrics", "query_metrics")} <= called
+    assert not {c for c in called if c[0] == "tracker"}  # untrusted, undeclared: not offered
+    analysis = (keep / "workspace/case-workspaces/AAA-101/ANALYSIS.md").read_text()
+    assert "Sources queried: logs, metrics" in analysis
+    assert "[HARD] pricing.bulk_discount.applied fell" in analysis
+    assert set(summary["sources"]) == {"logs", "metrics"}, summary["sources"]
     assert summary["pipelines"][0] == "failed" and summary["pipelines"][-1] == "success"
     [mr] = state["gitlab"]["merge_requests"]
     assert mr["state"] == "merged" and mr["source_branch"] == "harness/AAA-101"

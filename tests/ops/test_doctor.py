@@ -192,6 +192,8 @@ def test_a_broken_setup_lists_each_problem_once_with_its_fix(
     assert "HTTP 401" in checks["MCP atlassian"]["detail"]
     assert checks["MCP atlassian"]["fix"] == "run `atlassian-login` and approve the prompt"
     assert checks["MCP local"]["status"] == "ok"
+    # each server's tools with the effect its contract gives them: untrusted, undeclared → write
+    assert "writes (untrusted): " in checks["MCP local"]["detail"], checks["MCP local"]
     # the fix works on this machine: cron's where there is a crontab command, else systemd's
     how = "--install-cron" if shutil.which("crontab") else "--install-systemd"
     assert checks["schedule"]["status"] == "warn" and how in checks["schedule"]["fix"]

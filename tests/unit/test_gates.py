@@ -461,3 +461,57 @@ def test_prose_around_the_block_feeds_g2() -> None:
     text = "The deploy explains it. But the first error predates it.\n" + make().model_dump_json()
     report, verdict = evaluate_text(text)
     assert report is not None and "G2" in verdict.codes
+
+
+# -- sources from the wire: the catalog and the calls this run made ----------------------------
+
+CATALOG = ("logs", "metrics", "docs")
+
+
+def _mcp(name: str, ok: bool = True) -> ToolUse:
+    return ToolUse(name, "{}", ok, "d1", "" if ok else "403 Forbidden")
+
+
+def _cites(source: str) -> CompletionReport:
+    cause = {"summary": "s", "evidence": [{"claim": "c", "kind": "HARD", "source": source}]}
+    return make(root_cause=cause)
+
+
+def test_hard_evidence_citing_an_unqueried_source_is_capped_by_eq1() -> None:
+    report = _cites("logs: pricing-service 11:02 discount_skipped qty=10")
+    queried_logs = Evidence(run_tools=(_mcp("mcp__logs__search_logs"),), catalog=CATALOG)
+    never = Evidence(run_tools=(_mcp("mcp__metrics__query_metrics"),), catalog=CATALOG)
+    failed = Evidence(run_tools=(_mcp("mcp__logs__search_logs", ok=False),), catalog=CATALOG)
+
+    assert evaluate(report, evidence=queried_logs).ceiling == 100
+    for evidence in (never, failed):
+        verdict = evaluate(report, evidence=evidence)
+        assert verdict.ceiling == 60 and verdict.confidence == 60
+        [eq1] = [v for v in verdict.violations if v.code == "EQ1"]
+        assert "logs never answered this run" in eq1.message
+    # Checked by hand (no record of the run's calls): the citation is taken as written.
+    assert evaluate(report).ceiling == 100
+    # A citation that names no catalog source (a file read, a repo) is not the wire's to judge.
+    assert evaluate(_cites("pricing/discount.py:14"), evidence=never).ceiling == 100
+
+
+def test_blocked_with_a_configured_source_never_queried_fires_g4() -> None:
+    blocked = make(status="BLOCKED", unchecked_sources=[], adjacent_problems=[
+        {"summary": "logs down", "status": "open", "blocker": "logs refused"}])  # fmt: skip
+    tools = (_mcp("mcp__logs__search_logs", ok=False),)
+    verdict = evaluate(blocked, evidence=Evidence(run_tools=tools, catalog=CATALOG))
+    [g4] = [v for v in verdict.violations if v.code == "G4"]
+    assert "metrics (configured, never queried)" in g4.message
+    assert "logs (configured" not in g4.message  # it was queried, and it failed: a real error
+    every = (*tools, _mcp("mcp__metrics__query_metrics"), _mcp("mcp__docs__search_docs"))
+    verdict = evaluate(blocked, evidence=Evidence(run_tools=every, catalog=CATALOG))
+    assert not [v for v in verdict.violations if v.code == "G4"]
+
+
+def test_the_sources_line_names_what_was_queried_failed_and_never_tried() -> None:
+    from harness_cli.loop.evidence import sources_line
+
+    tools = (_mcp("mcp__logs__search_logs", ok=False), _mcp("mcp__docs__search_docs"),
+             _mcp("Read"))  # fmt: skip
+    assert sources_line(tools, CATALOG) == "sources: docs (logs failed; metrics never queried)"
+    assert sources_line((_mcp("Read"),), ()) == ""

@@ -91,6 +91,7 @@ def evaluate(
         prose,
         baseline=baseline(history, reviewing=review is not None),
         tools=evidence.run_tools if evidence is not None else None,
+        catalog=evidence.catalog if evidence is not None else (),
     )
     found = [v for gate in ALL_GATES if family_on(gate) and (v := gate(inp)) is not None]
     found += [violation("REPORT", p) for p in problems]

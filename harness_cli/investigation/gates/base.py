@@ -29,6 +29,9 @@ class GateInput:
     tools: tuple[ToolUse, ...] | None = None
     """Every tool call of this investigation run so far, as the runtime reported it (G4);
     None when unknown (a report checked by hand), and G4 then falls back to the wording."""
+    catalog: tuple[str, ...] = ()
+    """The MCP servers the run could reach (EQ1: a HARD citation of one never answered is
+    read as INFERRED; G4: one never queried is still reachable)."""
 
 
 Gate = Callable[[GateInput], Violation | None]

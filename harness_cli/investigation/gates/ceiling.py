@@ -7,25 +7,48 @@ model's claim); P7 lowers what is left per FAIL dimension of a review.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from harness_cli.investigation.gates.a_gates import a1_ceiling
 from harness_cli.investigation.gates.base import GateInput
 from harness_cli.investigation.thresholds import InvestigationThresholds
+from harness_cli.loop.evidence import ToolUse, unbacked_citation
 from harness_cli.loop.report import CompletionReport, Evidence
 
 
-def hard_evidence(report: CompletionReport) -> list[Evidence]:
+def hard_evidence(
+    report: CompletionReport,
+    tools: Sequence[ToolUse] | None = None,
+    catalog: Sequence[str] = (),
+) -> list[Evidence]:
+    """The root cause's HARD items that count: a claim, a source, and — when the run's calls
+    are known — no citation of a catalog source this run never got an answer from ("HARD
+    evidence must cite a tool call this run made")."""
     cause = report.root_cause
-    return [e for e in cause.evidence if e.is_hard] if cause is not None else []
+    if cause is None:
+        return []
+    return [
+        e for e in cause.evidence if e.is_hard and not unbacked_citation(e.source, tools, catalog)
+    ]
 
 
-def has_hard_evidence(report: CompletionReport) -> bool:
-    return bool(hard_evidence(report))
+def has_hard_evidence(
+    report: CompletionReport,
+    tools: Sequence[ToolUse] | None = None,
+    catalog: Sequence[str] = (),
+) -> bool:
+    return bool(hard_evidence(report, tools, catalog))
 
 
-def eq1_cap(report: CompletionReport, t: InvestigationThresholds) -> int | None:
-    """60 when no root-cause evidence is HARD with a claim and a source (including no root
-    cause yet), else no cap."""
-    return None if has_hard_evidence(report) else t.inferred_only_cap
+def eq1_cap(
+    report: CompletionReport,
+    t: InvestigationThresholds,
+    tools: Sequence[ToolUse] | None = None,
+    catalog: Sequence[str] = (),
+) -> int | None:
+    """60 when no root-cause evidence is HARD with a claim and a source backed by this run's
+    calls (including no root cause yet), else no cap."""
+    return None if has_hard_evidence(report, tools, catalog) else t.inferred_only_cap
 
 
 def claim_ceiling(inp: GateInput) -> int:
@@ -34,7 +57,11 @@ def claim_ceiling(inp: GateInput) -> int:
     from harness_cli import components
 
     caps = [a1_ceiling(inp.report, inp.thresholds) if components.enabled("a_gates") else 100]
-    eq1 = eq1_cap(inp.report, inp.thresholds) if components.enabled("spot_checks") else None
+    eq1 = (
+        eq1_cap(inp.report, inp.thresholds, inp.tools, inp.catalog)
+        if components.enabled("spot_checks")
+        else None
+    )
     return min(caps + ([eq1] if eq1 is not None else []))
 
 

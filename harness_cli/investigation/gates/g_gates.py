@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from harness_cli.investigation.gates.base import GateInput, listing, short, violation
 from harness_cli.investigation.gates.ceiling import claim_ceiling, g1_cap
-from harness_cli.loop.evidence import ToolUse, failed_call
+from harness_cli.loop.evidence import ToolUse, failed_call, queried
 from harness_cli.loop.report import AdjacentProblem, UncheckedSource
 from harness_cli.loop.verdict import Violation
 
@@ -128,6 +128,11 @@ def g4(inp: GateInput) -> Violation | None:
         for s in r.unchecked_sources
         if unverified(s, tools)
     ]
+    # The catalog is the list of reachable sources: one never queried in this run is
+    # unchecked whether or not the report names it.
+    if tools is not None:
+        called = queried(tools)
+        open_sources += [f"{s} (configured, never queried)" for s in inp.catalog if s not in called]
     if tools is not None and not tools:
         which = f" ({listing(open_sources)} look reachable)" if open_sources else ""
         return violation(

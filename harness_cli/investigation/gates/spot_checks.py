@@ -12,6 +12,7 @@ from harness_cli.investigation.gates.ceiling import (
     p7_ceiling,
 )
 from harness_cli.investigation.review import DIMENSIONS
+from harness_cli.loop.evidence import unbacked_citation
 from harness_cli.loop.verdict import Violation
 
 __all__ = ["base_ceiling", "ceiling", "d", "eq1", "g5", "has_hard_evidence", "p7", "p7_ceiling"]
@@ -20,19 +21,27 @@ __all__ = ["base_ceiling", "ceiling", "d", "eq1", "g5", "has_hard_evidence", "p7
 def eq1(inp: GateInput) -> Violation | None:
     """Fires when the 60 % cap clamps the claim, and also whenever evidence was discounted
     (an unknown kind, a HARD item with no claim or no source): the model must hear why."""
-    cap = eq1_cap(inp.report, inp.thresholds)
+    cap = eq1_cap(inp.report, inp.thresholds, inp.tools, inp.catalog)
     cause = inp.report.root_cause
     items = cause.evidence if cause is not None else []
-    discounted = [
-        f"{short(e.claim or '(no claim)', 50)}: kind {e.stated_kind!r} read as INFERRED"
-        for e in items
-        if e.stated_kind
-    ] + [
-        f"{short(e.claim or '(no claim)', 50)}: HARD without "
-        + ("a claim" if not e.claim.strip() else "a source")
-        for e in items
-        if e.kind == "HARD" and not e.is_hard
-    ]
+    discounted = (
+        [
+            f"{short(e.claim or '(no claim)', 50)}: kind {e.stated_kind!r} read as INFERRED"
+            for e in items
+            if e.stated_kind
+        ]
+        + [
+            f"{short(e.claim or '(no claim)', 50)}: HARD without "
+            + ("a claim" if not e.claim.strip() else "a source")
+            for e in items
+            if e.kind == "HARD" and not e.is_hard
+        ]
+        + [
+            f"{server} never answered this run: {short(e.claim, 30)}"
+            for e in items
+            if e.is_hard and (server := unbacked_citation(e.source, inp.tools, inp.catalog))
+        ]
+    )
     why = f" ({listing(discounted)})" if discounted else ""
     if cap is None or inp.report.confidence <= cap:
         if not discounted:
