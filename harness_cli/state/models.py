@@ -152,6 +152,9 @@ class MonitoredMr(_State):
     none was marked handled, and the MR is read in full again once it may answer."""
     review_rounds: list[datetime] = Field(default_factory=list)
     """When each address_review round was dispatched, within the review budget's window."""
+    loop_rounds: list[datetime] = Field(default_factory=list)
+    """… of which the rounds that answered a note written after the harness's own reply in its
+    discussion (the shape of a reply loop): what ``review_round_budget`` counts."""
     review_budget_noticed: bool = False
     """The "budget spent" notice went out (once on the MR, once to the operator) for the
     current exhaustion."""

@@ -32,6 +32,7 @@ def test_a_claimed_change_gets_no_reply_and_a_real_one_gets_one_reply_per_discus
     config = tmp_path / "agent-config" / "harness.yaml"
     data = yaml.safe_load(config.read_text())
     data["monitor"]["review_round_budget"] = 2
+    data["monitor"]["review_round_ceiling"] = 2  # #34: the budget counts loops, this rounds
     config.write_text(yaml.safe_dump(data))
     desk.force_ci("success", times=6)
     desk.approved_case("REV-1")
