@@ -264,14 +264,20 @@ class Examination:
         budget); a note in a discussion the harness never answered is ordinary review and is
         answered whatever the count — before, the fifth note of an ordinary review was held."""
         th, w = self.ctx.thresholds, self.work
-        limits = {
-            "budget": th.review_round_budget,
-            "window_hours": th.review_round_window_hours,
-            "ceiling": th.review_round_ceiling,
-        }
-        if self.rescan or decide.review_round_allowed(w, clock.now(), **limits):
+
+        def allowed(*, loop: bool) -> bool:
+            return decide.review_round_allowed(
+                w,
+                clock.now(),
+                budget=th.review_round_budget,
+                window_hours=th.review_round_window_hours,
+                ceiling=th.review_round_ceiling,
+                loop=loop,
+            )
+
+        if self.rescan or allowed(loop=True):
             return True
-        under_ceiling = decide.review_round_allowed(w, clock.now(), **limits, loop=False)
+        under_ceiling = allowed(loop=False)
         fresh = [r for r in action.reviews if not r.follows_reply] if under_ceiling else []
         w.held = True  # the follow-ups stay unhandled: answered once the window frees a round
         self.ctx.report.muted.append(f"review budget {self.key}")
