@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_cli import clock
+from harness_cli.approval import APPROVAL_HINT
 from harness_cli.config import Config
 from harness_cli.investigation.analysis import FILE as ANALYSIS
 from harness_cli.investigation.analysis import analysis_md, blockers, investigator_notes
@@ -188,7 +189,7 @@ def dm_text(case_id: str, line: str, result: LoopResult) -> str:
     reason = decision.exit_reason
     if reason == "complete" and report is not None and report.draft_response:
         return (
-            f"`{line}`\nDraft response (reply to approve, or `admin: task {case_id}`):\n"
+            f"`{line}`\nDraft response ({APPROVAL_HINT}, or `admin: task {case_id}`):\n"
             f"{report.draft_response}"
         )
     if reason == "failed":
