@@ -48,7 +48,9 @@ def run_dev_agent(
     if case.status not in RUNNABLE[mode] and not _watched_mr(case_id, args) and not opened:
         raise PolicyRefused(
             f"case {case_id} is {case.status}; dev-agent {mode} does not run now",
-            hint=f"`admin: reopen {case_id}` puts it back for approval",
+            hint=f"`admin: retry {case_id}` runs it again once the case may"
+            if case.status in ("approved", "in_progress", "failed", "escalated")
+            else f"`admin: reopen {case_id}` puts it back for approval",
         )
     work = dev_agent.Work(
         cfg=cfg,
@@ -144,14 +146,26 @@ def _failed(work: Any, mode: str, exc: BaseException) -> None:
             work_mod.move_case(work, "failed", f"dev-agent task failed: {reason}")
         except HarnessError as moving:  # the run's own failure is what the operator hears
             event(log, "case_not_moved", logging.WARNING, case_id=work.case.id, error=str(moving))
-        reason += (
-            f". The case is `failed`: `admin: reopen {work.case.id}`, then "
-            f"`admin: task {work.case.id}` to try again"
-        )
+        reason += ". " + way_out(work.case.id)
     if work.status is not None:
         work.status.failed(reason)
     elif not work.quiet and isinstance(exc, HarnessError):
         _post(work, f"{work.case.id}: dev-agent {mode} failed: {reason}")
+
+
+def way_out(case_id: str) -> str:
+    """#34 item 2: the case's true status, read back after the run, and the one command that
+    moves it from Slack — before, "the case is `failed`" was said of a case the run had left
+    ``approved`` (it failed before it began), where the commands it named both refused."""
+    from harness_cli.workspace import registry
+
+    try:
+        status = registry.load_case(case_id).status
+    except HarnessError:
+        return f"`admin: retry {case_id}` runs the dev-agent again once the case file is fixed"
+    if status == "mr_open":
+        return "The case is `mr_open`: the monitor watches its MR"
+    return f"The case is `{status}`: `admin: retry {case_id}` runs the dev-agent again"
 
 
 def _tell(work: Any, text: str) -> None:

@@ -9,9 +9,10 @@ comes after the investigation.
 from __future__ import annotations
 
 from harness_cli.config import resolve_project
-from harness_cli.errors import HarnessError, InputError
+from harness_cli.errors import HarnessError, InputError, LockHeld
 from harness_cli.intake import case_thread
 from harness_cli.intake.context import Intake
+from harness_cli.state.locks import hold
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import validate_case_id
 
@@ -96,3 +97,49 @@ def task(ctx: Intake, key: str, *, auto: bool) -> str:
             + note
         )
     return f"{case_id} is already {case.status}; nothing started"
+
+
+RETRYABLE = ("approved", "in_progress", "failed", "escalated")
+"""Statuses a dev-agent run may leave a case in when it fails (``approved``: it failed before
+it began — a clone, a git identity)."""
+
+
+def retry(ctx: Intake, key: str) -> str:
+    """``retry <case>`` (#34 item 2): the one command every dev-agent failure message names,
+    whatever the run left the case in. Before, the message said the case was ``failed`` and to
+    ``reopen`` then ``task`` it; a run that failed before it began left it ``approved``, where
+    both refused, and only a shell moved it. An MR still open is the monitor's (``mr rescan``);
+    a case with no finished investigation is investigated (``task``)."""
+    from harness_cli.delivery import reopen
+
+    case_id = validate_case_id(key)
+    case = registry.load_case(case_id)
+    if case.status not in RETRYABLE:
+        task_acts = case.status not in ("mr_open", "merged", "closed")
+        return f"{case_id} is {case.status}: nothing to retry" + (
+            f"; `admin: task {case_id}` acts on it" if task_acts else ""
+        )
+    try:
+        with hold(f"dev-agent-{case_id}", timeout=0):
+            pass
+    except LockHeld:
+        return f"a dev-agent run is working on {case_id} right now; it reports in the case thread"
+    if case.status != "approved":
+        reopened = reopen.reopen_case(ctx.cfg, case_id, by=ctx.operator)
+        if reopened.status != "awaiting_approval":
+            return reopened.message
+        case = registry.load_case(case_id)
+    auto = case.task_auto
+    if case.status == "awaiting_approval":
+        with registry.update_case(case_id, ctx.cfg.harness.thresholds, "approved") as fresh:
+            fresh.move("approved", by="operator", note="admin retry")
+    with registry.update_case(case_id, ctx.cfg.harness.thresholds, "retry") as fresh:
+        fresh.plan_pending = False
+    ctx.start(
+        "dev-agent",
+        case_id=case_id,
+        case_dir=str(registry.case_dir(case_id)),
+        trigger=ctx.trigger(),
+        args={"mode": "task", "auto": auto},
+    )
+    return f"{case_id}: dev-agent started again (mode task{', auto' if auto else ''})"
