@@ -77,7 +77,7 @@ def run_dev_agent(
     except BaseException as exc:
         _failed(work, mode, exc)
         raise
-    _tell(work, str(result.get("message") or _outcome(result)))
+    _tell(work, str(result.get("message") or _outcome(result)), ok=result.get("state") != "failed")
     _checkpoint_told(result)
     return result
 
@@ -148,7 +148,7 @@ def _failed(work: Any, mode: str, exc: BaseException) -> None:
             event(log, "case_not_moved", logging.WARNING, case_id=work.case.id, error=str(moving))
         reason += ". " + way_out(work.case.id)
     if work.status is not None:
-        work.status.failed(reason)
+        work.status.failed(reason, limit=STATUS_CHARS)
     elif not work.quiet and isinstance(exc, HarnessError):
         _post(work, f"{work.case.id}: dev-agent {mode} failed: {reason}")
 
@@ -168,8 +168,10 @@ def way_out(case_id: str) -> str:
     return f"The case is `{status}`: `admin: retry {case_id}` runs the dev-agent again"
 
 
-def _tell(work: Any, text: str) -> None:
-    if work.status is not None:
+def _tell(work: Any, text: str, *, ok: bool = True) -> None:
+    if work.status is not None and not ok:  # a run that delivered nothing is no "Done" (#34)
+        work.status.failed(text, limit=STATUS_CHARS)
+    elif work.status is not None:
         work.status.done(text, limit=STATUS_CHARS)
     elif not work.quiet:
         _post(work, text)

@@ -75,7 +75,7 @@ class RunStatus(Protocol):
 
     def done(self, summary: str = "", *, limit: int = 200) -> None: ...
 
-    def failed(self, reason: str) -> None: ...
+    def failed(self, reason: str, *, limit: int = 300) -> None: ...
 
 
 class StatusReporter:
@@ -138,8 +138,10 @@ class StatusReporter:
         summary = summary[:limit]
         self._close(":white_check_mark:", "Done" + (f" — {summary}" if summary else ""))
 
-    def failed(self, reason: str) -> None:
-        self._close(":x:", f"Failed: {' '.join(reason.split())[:300]}")
+    def failed(self, reason: str, *, limit: int = 300) -> None:
+        """``limit``: as for :meth:`done` — the way out at the end of a dev-agent's outcome
+        must not be cut off (#34 item 2)."""
+        self._close(":x:", f"Failed: {' '.join(reason.split())[:limit]}")
 
     # -- plumbing ----------------------------------------------------------------------------
     def render(self, icon: str = ":hourglass_flowing_sand:", status: str | None = None) -> str:
