@@ -8,13 +8,18 @@ comes after the investigation.
 
 from __future__ import annotations
 
+import logging
+
 from harness_cli.config import resolve_project
 from harness_cli.errors import HarnessError, InputError, LockHeld
 from harness_cli.intake import case_thread
 from harness_cli.intake.context import Intake
+from harness_cli.logs import event
 from harness_cli.state.locks import hold
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import validate_case_id
+
+log = logging.getLogger("harness.intake")
 
 
 def task(ctx: Intake, key: str, *, auto: bool) -> str:
@@ -143,3 +148,29 @@ def retry(ctx: Intake, key: str) -> str:
         args={"mode": "task", "auto": auto},
     )
     return f"{case_id}: dev-agent started again (mode task{', auto' if auto else ''})"
+
+
+def auto_after_investigation(case_id: str) -> str | None:
+    """#34 item 10: "adding --auto makes it unattended" — an investigation that ends waiting
+    for approval on a case the operator asked for with ``admin: task <jira> --auto`` is
+    approved here and the dev-agent starts (plan included), with no reply awaited. Before, the
+    flag was read only when ``admin: task`` was typed again. ``task_auto`` lives in the case's
+    control folder, which only harness code writes, and only the operator's own command sets
+    it ([hardening-2] R4): nothing an agent wrote can make a case unattended."""
+    from harness_cli.intake.admin import execute
+    from harness_cli.intake.admin_parser import AdminCommand
+    from harness_cli.intake.build import local_context
+    from harness_cli.ops import notify
+
+    case = registry.load_case(case_id)
+    if not case.task_auto or case.status != "awaiting_approval":
+        return None
+    ctx = local_context()
+    answer = execute(ctx, AdminCommand("task", (case_id,)))
+    try:
+        notify.dm(ctx.out, ctx.cfg, "task_auto",
+                  f"no approval awaited (`admin: task {case_id} --auto`): {answer}",
+                  case_id=case_id)  # fmt: skip
+    except HarnessError as exc:  # the dev-agent's own status message says it in the thread
+        event(log, "task_auto_notice_failed", logging.WARNING, case_id=case_id, error=exc.line())
+    return answer
