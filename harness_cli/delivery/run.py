@@ -72,14 +72,44 @@ def run_dev_agent(
         if post
         else None
     )
+    if mode == "fix_ci":
+        _continue_fix_message(work)
     try:
         result = _told_mr(work, opened) if opened else runner(work)
     except BaseException as exc:
         _failed(work, mode, exc)
+        _remember_fix_message(work, mode)
         raise
     _tell(work, str(result.get("message") or _outcome(result)), ok=result.get("state") != "failed")
+    _remember_fix_message(work, mode)
     _checkpoint_told(result)
     return result
+
+
+def _continue_fix_message(work: Any) -> None:
+    """#34 item 13: the second and third CI fix attempts of one red streak edit the first
+    attempt's message in place (it says which attempt) — one message per MR, not a post per
+    attempt; the escalation after the last one is the streak's only other message."""
+    from harness_cli.state import files
+
+    entry = files.monitored_mrs().read().mrs.get(str(work.args.get("mr") or ""))
+    if work.status is None or entry is None or entry.fix_ci_attempts < 1:
+        return
+    work.status.title += f" (attempt {entry.fix_ci_attempts})"
+    if entry.fix_ci_attempts > 1 and entry.fix_status_ts:
+        work.status.ts = entry.fix_status_ts
+
+
+def _remember_fix_message(work: Any, mode: str) -> None:
+    from harness_cli.state import files
+
+    key = str(work.args.get("mr") or "")
+    if mode != "fix_ci" or work.status is None or not work.status.ts or not key:
+        return
+    with files.monitored_mrs().update() as state:
+        entry = state.mrs.get(key)
+        if entry is not None:
+            entry.fix_status_ts = str(work.status.ts)
 
 
 def _told_by_a_killed_run() -> dict[str, Any] | None:

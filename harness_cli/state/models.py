@@ -162,6 +162,10 @@ class MonitoredMr(_State):
     """Written by the dev-agent's fix_ci run; mr-monitor reads it next cycle."""
     fix_result_seen: str = ""
     """The ``fix_result.id`` mr-monitor already acted on."""
+    fix_status_ts: str = ""
+    """Written by the dev-agent's fix_ci run: its status message in the case thread, which the
+    next attempt of the same red streak edits in place instead of posting another (#34 item
+    13: four messages for one red MR)."""
 
 
 class MonitoredMrs(_State):
