@@ -47,6 +47,12 @@ def investigate(
         finish(str(outcome["exit_line"]), failed=bool(outcome["exit_code"]))
     result = Result("investigate", data=outcome, exit_code=outcome["exit_code"])
     result.messages.append(outcome["exit_line"])
+    if not no_post and outcome["status"] == "awaiting_approval":
+        from harness_cli.intake.admin_task import auto_after_investigation
+
+        started = auto_after_investigation(inv.case_id)  # #34 item 10: `task --auto`
+        if started:
+            result.messages.append(started)
     if outcome.get("owed"):
         result.messages.append(f"the result post is owed: {outcome['owed']}")
     if outcome["exit_code"]:

@@ -111,10 +111,9 @@ def task_result(work: Work, change: Change) -> dict[str, Any]:
     else:
         why = "the change could not be pushed (the push trail is in the DM above)"
     said = f" It concluded: {quote(change.summary())}." if change.summary() else ""
-    text = (
-        f"{case}: {why}.{said} The case is `failed`: `admin: reopen {case}` puts it back for "
-        f"approval, then `admin: task {case}` runs the dev-agent again."
-    )
+    from harness_cli.delivery.run import way_out
+
+    text = f"{case}: {why}.{said} {way_out(case)}."
     return _result(change, text, state="failed")
 
 

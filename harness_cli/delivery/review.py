@@ -3,9 +3,10 @@ discussion, only when the wire shows that change on the remote (:mod:`reply_gate
 
 The payload names the discussions and, for each, the reviewer note it was dispatched for. The
 agent answers each discussion by its id (``"replies": {"<id>": "…"}``); one text is never
-copied into every discussion. Before replying, the discussions are read again: a discussion
-resolved meanwhile, or with a newer reviewer note the agent never saw, gets no reply now
-(mr-monitor dispatches the newer note on its own).
+copied into every discussion (one it did not answer by id hears what the pushed commits say).
+Before replying, the discussions are read again: a discussion resolved meanwhile, or with a
+newer reviewer note the agent never saw, gets no reply now (mr-monitor dispatches the newer
+note on its own).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def run_address_review(work: Work) -> dict[str, Any]:
         newest = _newest_reviewer_note(now, me) if now is not None else None
         current = now is not None and not now.resolved and newest is not None
         current = current and newest is not None and newest.id == notes.get(d.id)
-        text = reply_gate(evidence, replies.get(d.id), note_is_current=current)
+        text = reply_gate(evidence, replies.get(d.id) or _pushed(change), note_is_current=current)
         if text is not None:
             work.gitlab.reply(project, iid, d.id, text)
             answered.append(d.id)
@@ -87,6 +88,15 @@ def _replies(meta: dict[str, Any], threads: list[Discussion]) -> dict[str, str]:
     if not out and len(threads) == 1 and meta.get("reply"):
         out[threads[0].id] = str(meta["reply"])
     return out
+
+
+def _pushed(change: Any) -> str:
+    """#34 item 14: the reply for a discussion the agent did not answer by its id (a single
+    ``reply`` for two discussions, ids mangled): the subjects of the commits the wire shows —
+    before, a real push for every note left the reviewer with no answer at all. Never the
+    agent's text for another discussion; the gate still posts it only after this run's push."""
+    subjects = [s.strip() for s in change.commits if s.strip()]
+    return f"pushed {'; '.join(subjects)}." if subjects else ""
 
 
 def _newest_reviewer_note(discussion: Discussion, me: str) -> Note | None:

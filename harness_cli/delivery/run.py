@@ -49,7 +49,9 @@ def run_dev_agent(
     if case.status not in RUNNABLE[mode] and not _watched_mr(case_id, args) and not opened:
         raise PolicyRefused(
             f"case {case_id} is {case.status}; dev-agent {mode} does not run now",
-            hint=f"`admin: reopen {case_id}` puts it back for approval",
+            hint=f"`admin: retry {case_id}` runs it again once the case may"
+            if case.status in ("approved", "in_progress", "failed", "escalated")
+            else f"`admin: reopen {case_id}` puts it back for approval",
         )
     work = dev_agent.Work(
         cfg=cfg,
@@ -71,6 +73,8 @@ def run_dev_agent(
         if post
         else None
     )
+    if mode == "fix_ci":
+        _continue_fix_message(work)
     try:
         result = _told_mr(work, opened) if opened else runner(work)
     except ModelUnavailable as exc:
@@ -80,12 +84,14 @@ def run_dev_agent(
         return _wait_for_model(work, mode, args, exc, post=post)
     except BaseException as exc:
         _failed(work, mode, exc)
+        _remember_fix_message(work, mode)
         raise
     if post:
         from harness_cli.loop import outage
 
         outage.recovered(case_id)  # it got through: it waits for the model no more
-    _tell(work, str(result.get("message") or _outcome(result)))
+    _tell(work, str(result.get("message") or _outcome(result)), ok=result.get("state") != "failed")
+    _remember_fix_message(work, mode)
     _checkpoint_told(result)
     return result
 
@@ -112,6 +118,32 @@ def _wait_for_model(
         "message": f"{work.case.id}: dev-agent {mode} waits: the model API is {why}; it is "
         "tried again by the next cycles",
     }
+
+
+def _continue_fix_message(work: Any) -> None:
+    """#34 item 13: the second and third CI fix attempts of one red streak edit the first
+    attempt's message in place (it says which attempt) — one message per MR, not a post per
+    attempt; the escalation after the last one is the streak's only other message."""
+    from harness_cli.state import files
+
+    entry = files.monitored_mrs().read().mrs.get(str(work.args.get("mr") or ""))
+    if work.status is None or entry is None or entry.fix_ci_attempts < 1:
+        return
+    work.status.title += f" (attempt {entry.fix_ci_attempts})"
+    if entry.fix_ci_attempts > 1 and entry.fix_status_ts:
+        work.status.ts = entry.fix_status_ts
+
+
+def _remember_fix_message(work: Any, mode: str) -> None:
+    from harness_cli.state import files
+
+    key = str(work.args.get("mr") or "")
+    if mode != "fix_ci" or work.status is None or not work.status.ts or not key:
+        return
+    with files.monitored_mrs().update() as state:
+        entry = state.mrs.get(key)
+        if entry is not None:
+            entry.fix_status_ts = str(work.status.ts)
 
 
 def _told_by_a_killed_run() -> dict[str, Any] | None:
@@ -178,18 +210,32 @@ def _failed(work: Any, mode: str, exc: BaseException) -> None:
             work_mod.move_case(work, "failed", f"dev-agent task failed: {reason}")
         except HarnessError as moving:  # the run's own failure is what the operator hears
             event(log, "case_not_moved", logging.WARNING, case_id=work.case.id, error=str(moving))
-        reason += (
-            f". The case is `failed`: `admin: reopen {work.case.id}`, then "
-            f"`admin: task {work.case.id}` to try again"
-        )
+        reason += ". " + way_out(work.case.id)
     if work.status is not None:
-        work.status.failed(reason)
+        work.status.failed(reason, limit=STATUS_CHARS)
     elif not work.quiet and isinstance(exc, HarnessError):
         _post(work, f"{work.case.id}: dev-agent {mode} failed: {reason}")
 
 
-def _tell(work: Any, text: str) -> None:
-    if work.status is not None:
+def way_out(case_id: str) -> str:
+    """#34 item 2: the case's true status, read back after the run, and the one command that
+    moves it from Slack — before, "the case is `failed`" was said of a case the run had left
+    ``approved`` (it failed before it began), where the commands it named both refused."""
+    from harness_cli.workspace import registry
+
+    try:
+        status = registry.load_case(case_id).status
+    except HarnessError:
+        return f"`admin: retry {case_id}` runs the dev-agent again once the case file is fixed"
+    if status == "mr_open":
+        return "The case is `mr_open`: the monitor watches its MR"
+    return f"The case is `{status}`: `admin: retry {case_id}` runs the dev-agent again"
+
+
+def _tell(work: Any, text: str, *, ok: bool = True) -> None:
+    if work.status is not None and not ok:  # a run that delivered nothing is no "Done" (#34)
+        work.status.failed(text, limit=STATUS_CHARS)
+    elif work.status is not None:
         work.status.done(text, limit=STATUS_CHARS)
     elif not work.quiet:
         _post(work, text)

@@ -115,6 +115,10 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         from harness_cli.intake.admin_task import task
 
         return task(ctx, cmd.args[0], auto="--auto" in cmd.flags)
+    if verb == "retry":
+        from harness_cli.intake.admin_task import retry
+
+        return retry(ctx, cmd.args[0])
     if verb == "oncall-run":
         return _oncall_run(ctx, cmd.args[0])
     if verb == "finalize":

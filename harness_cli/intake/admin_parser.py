@@ -28,6 +28,7 @@ admin commands (send them in your self-DM, prefixed with "admin:"):
   close-case <case>                 mark a case finished
   budget <case> <amount>            raise (or set) the case's spending limit in $ (e.g. 25)
   reopen <case>                     put a failed/stuck/closed case back for approval
+  retry <case>                      run the dev-agent again on a case whose run failed
   accept-checks <case>              accept the change to the required checks (MR leaves draft)
   gap-patterns                      cluster gap reports across cases now
   approve <run>                     check a run waiting for approval again and start it
@@ -48,8 +49,8 @@ class AdminUsage(Exception):
 class AdminCommand:
     verb: str
     """task, oncall-run, oncall-toggle, mr-rescan, mr-pause, mr-resume, oncall-pause,
-    oncall-resume, oncall-status, finalize, register-thread, close-case, reopen, accept-checks,
-    budget, gap-patterns, approve, run, help."""
+    oncall-resume, oncall-status, finalize, register-thread, close-case, reopen, retry,
+    accept-checks, budget, gap-patterns, approve, run, help."""
     args: tuple[str, ...] = ()
     flags: frozenset[str] = field(default_factory=frozenset)
     duration: timedelta | None = None
@@ -90,6 +91,7 @@ _ARITY: dict[str, tuple[int, str]] = {  # -1: zero or one argument
     "close-case": (1, "close-case <case>"),
     "budget": (2, "budget <case> <amount>"),
     "reopen": (1, "reopen <case>"),
+    "retry": (1, "retry <case>"),
     "accept-checks": (1, "accept-checks <case>"),
     "gap-patterns": (0, "gap-patterns"),
     "approve": (1, "approve <run>"),

@@ -8,12 +8,18 @@ comes after the investigation.
 
 from __future__ import annotations
 
+import logging
+
 from harness_cli.config import resolve_project
-from harness_cli.errors import HarnessError, InputError
+from harness_cli.errors import HarnessError, InputError, LockHeld
 from harness_cli.intake import case_thread, jira_source
 from harness_cli.intake.context import Intake
+from harness_cli.logs import event
+from harness_cli.state.locks import hold
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import validate_case_id
+
+log = logging.getLogger("harness.intake")
 
 
 def task(ctx: Intake, key: str, *, auto: bool) -> str:
@@ -130,3 +136,75 @@ def task(ctx: Intake, key: str, *, auto: bool) -> str:
             + note
         )
     return f"{case_id} is already {case.status}; nothing started"
+
+
+RETRYABLE = ("approved", "in_progress", "failed", "escalated")
+"""Statuses a dev-agent run may leave a case in when it fails (``approved``: it failed before
+it began — a clone, a git identity)."""
+
+
+def retry(ctx: Intake, key: str) -> str:
+    """``retry <case>`` (#34 item 2): the one command every dev-agent failure message names,
+    whatever the run left the case in. Before, the message said the case was ``failed`` and to
+    ``reopen`` then ``task`` it; a run that failed before it began left it ``approved``, where
+    both refused, and only a shell moved it. An MR still open is the monitor's (``mr rescan``);
+    a case with no finished investigation is investigated (``task``)."""
+    from harness_cli.delivery import reopen
+
+    case_id = validate_case_id(key)
+    case = registry.load_case(case_id)
+    if case.status not in RETRYABLE:
+        task_acts = case.status not in ("mr_open", "merged", "closed")
+        return f"{case_id} is {case.status}: nothing to retry" + (
+            f"; `admin: task {case_id}` acts on it" if task_acts else ""
+        )
+    try:
+        with hold(f"dev-agent-{case_id}", timeout=0):
+            pass
+    except LockHeld:
+        return f"a dev-agent run is working on {case_id} right now; it reports in the case thread"
+    if case.status != "approved":
+        reopened = reopen.reopen_case(ctx.cfg, case_id, by=ctx.operator)
+        if reopened.status != "awaiting_approval":
+            return reopened.message
+        case = registry.load_case(case_id)
+    auto = case.task_auto
+    if case.status == "awaiting_approval":
+        with registry.update_case(case_id, ctx.cfg.harness.thresholds, "approved") as fresh:
+            fresh.move("approved", by="operator", note="admin retry")
+    with registry.update_case(case_id, ctx.cfg.harness.thresholds, "retry") as fresh:
+        fresh.plan_pending = False
+    ctx.start(
+        "dev-agent",
+        case_id=case_id,
+        case_dir=str(registry.case_dir(case_id)),
+        trigger=ctx.trigger(),
+        args={"mode": "task", "auto": auto},
+    )
+    return f"{case_id}: dev-agent started again (mode task{', auto' if auto else ''})"
+
+
+def auto_after_investigation(case_id: str) -> str | None:
+    """#34 item 10: "adding --auto makes it unattended" — an investigation that ends waiting
+    for approval on a case the operator asked for with ``admin: task <jira> --auto`` is
+    approved here and the dev-agent starts (plan included), with no reply awaited. Before, the
+    flag was read only when ``admin: task`` was typed again. ``task_auto`` lives in the case's
+    control folder, which only harness code writes, and only the operator's own command sets
+    it ([hardening-2] R4): nothing an agent wrote can make a case unattended."""
+    from harness_cli.intake.admin import execute
+    from harness_cli.intake.admin_parser import AdminCommand
+    from harness_cli.intake.build import local_context
+    from harness_cli.ops import notify
+
+    case = registry.load_case(case_id)
+    if not case.task_auto or case.status != "awaiting_approval":
+        return None
+    ctx = local_context()
+    answer = execute(ctx, AdminCommand("task", (case_id,)))
+    try:
+        notify.dm(ctx.out, ctx.cfg, "task_auto",
+                  f"no approval awaited (`admin: task {case_id} --auto`): {answer}",
+                  case_id=case_id)  # fmt: skip
+    except HarnessError as exc:  # the dev-agent's own status message says it in the thread
+        event(log, "task_auto_notice_failed", logging.WARNING, case_id=case_id, error=exc.line())
+    return answer

@@ -32,7 +32,7 @@ import logging
 from collections.abc import Iterable
 from typing import Literal
 
-from harness_cli.errors import HarnessError
+from harness_cli.errors import HarnessError, StateError
 from harness_cli.faults import crash_point
 from harness_cli.intake import messages
 from harness_cli.intake.context import BudgetExhausted, Intake
@@ -115,6 +115,8 @@ class Lifecycle:
             except BudgetExhausted:
                 self.unfinished += [k for k, _ in held[index:]]
                 raise
+            except StateError as exc:
+                self._waits_for_repair(key, entry, exc)
             except Exception as exc:  # noqa: BLE001 - one bad message must not stop the cycle
                 self._failed(key, exc)
             finally:
@@ -131,6 +133,28 @@ class Lifecycle:
             self.ctx.tally.ignored.append(f"{key}: its thread is no longer tracked")
             return
         messages.reply(self.ctx, thread, message)
+
+    def _waits_for_repair(self, key: str, entry: InFlight, exc: StateError) -> None:
+        """#34 item 4: a reply whose case file is unreadable. Before, its followup failed in a
+        detached process, posted nothing and was never tried again. Now it stays in flight
+        with no attempt counted (never parked: it is the file that is broken, not the
+        message), the operator is told once per error with the fix, and the first cycle after
+        the repair handles it."""
+        line = exc.line()
+        self.ctx.tally.errors.append(f"{key}: {line}")
+        event(log, "message_waits_for_repair", logging.WARNING, key=key, error=line)
+        dedup.release([key], error=line, counted=False)
+        if entry.error == line[:300]:
+            return  # said already
+        channel, _, ts = key.rpartition("/")
+        text = (
+            f"I could not act on your message {channel}/{ts}: {line}. It is kept: I will "
+            "handle it in the first cycle after the file reads again."
+        )
+        try:
+            self.ctx.out.post(self.ctx.self_dm, text)
+        except HarnessError as told:
+            event(log, "repair_notice_failed", logging.WARNING, key=key, error=told.line())
 
     def _failed(self, key: str, exc: Exception) -> None:
         line = exc.line() if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"

@@ -9,11 +9,12 @@ after a crash, handled again with every effect idempotent.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from harness_cli import dispatch
 from harness_cli.config import all_jira_prefixes, extract_jira_key, resolve_project
-from harness_cli.errors import ServiceError
+from harness_cli.errors import InputError, ServiceError
 from harness_cli.faults import crash_point
 from harness_cli.intake import admin, case_thread, flood, jira_source
 from harness_cli.intake.admin_parser import is_admin_text
@@ -213,6 +214,11 @@ def reply(ctx: Intake, entry: ThreadEntry, message: Message) -> None:
             event(
                 log, "admin_text_ignored", logging.WARNING, channel=entry.channel, ts=ts, user=user
             )
+    if entry.case_id:
+        # #34 item 4: an unreadable case file raises StateError here, in intake, where the
+        # message is kept and retried — not in a detached followup that dies unheard.
+        with contextlib.suppress(InputError):  # no such case: the followup says so itself
+            registry.load_case(entry.case_id)
     ctx.start(
         "followup",
         case_id=entry.case_id,

@@ -123,10 +123,45 @@ def poll_thread(
         changes.setdefault(key, {})["gone_answers"] = 0
     replies = [m for m in found if m.get("ts") != entry.thread_ts]
     lifecycle.run(lifecycle.record(entry.channel, replies, kind="reply", thread=key))
+    if entry.role == "case_thread" and entry.channel == ctx.self_dm and entry.case_id:
+        approve_by_reaction(ctx, entry, found)
     if replies:
         newest = max((str(m["ts"]) for m in replies), key=_ts)
         if newest != entry.last_seen_ts:
             changes.setdefault(key, {})["last_seen_ts"] = newest
+
+
+def approve_by_reaction(ctx: Intake, entry: ThreadEntry, found: list[Any]) -> None:
+    """#34 item 12: the operator's ✅ on the harness's newest post in the case thread (the
+    draft) approves a case that waits for it, as ``admin: task <case>`` typed there would —
+    with no followup run and no model call. Only the newest post counts: an old ✅ on an
+    earlier draft does not approve a case reopened since. The status makes it idempotent."""
+    from harness_cli.approval import approval_reaction
+    from harness_cli.intake import admin
+    from harness_cli.ops.outbound import is_own_post
+    from harness_cli.workspace import registry
+
+    own = [m for m in found if is_own_post(m, entry.channel)]
+    if not own:
+        return
+    newest = max(own, key=lambda m: _ts(str(m.get("ts", "0"))))
+    if not approval_reaction(newest, ctx.operator):
+        return
+    try:
+        if registry.load_case(entry.case_id).status != "awaiting_approval":
+            return
+        admin.from_slack(
+            ctx,
+            f"admin: task {entry.case_id}",
+            channel=entry.channel,
+            ts=str(newest["ts"]),
+            thread_ts=entry.thread_ts,
+        )
+        registry.sync(f"case {entry.case_id}: approved by reaction", ctx.cfg.harness.thresholds)
+    except HarnessError as exc:  # the reaction stays: the next cycle tries again
+        ctx.tally.errors.append(f"{entry.case_id}: approval by reaction: {exc.line()}")
+        event(log, "reaction_approval_failed", logging.WARNING, case_id=entry.case_id,
+              error=exc.line())  # fmt: skip
 
 
 def _gone(ctx: Intake, entry: ThreadEntry, changes: dict[str, dict[str, Any]]) -> bool:

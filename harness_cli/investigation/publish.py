@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_cli import clock
+from harness_cli.approval import APPROVAL_HINT
 from harness_cli.config import Config
 from harness_cli.investigation.analysis import FILE as ANALYSIS
 from harness_cli.investigation.analysis import analysis_md, blockers, investigator_notes
@@ -53,7 +54,10 @@ def publish(
     out: Outbound | None,
     *,
     sync_now: bool = True,
+    edit_ts: str | None = None,
 ) -> Published:
+    """``edit_ts``: the run's live status message, which the result is written over (one
+    message per outcome) instead of a post of its own."""
     decision = result.decision
     reason = decision.exit_reason or "timeout"
     # The sources the run queried go with the exit line (a failure's cause comes first).
@@ -104,7 +108,7 @@ def publish(
     from harness_cli.obligations.slack_door import Owed
 
     try:
-        posted = _post(cfg, case_id, line, result, out) if out is not None else None
+        posted = _post(cfg, case_id, line, result, out, edit_ts) if out is not None else None
     except Owed as exc:
         event(log, "investigation_post_owed", logging.WARNING, case_id=case_id, error=exc.line())
         return Published(line, status, None, owed=exc.message)
@@ -204,7 +208,7 @@ def dm_text(case_id: str, line: str, result: LoopResult) -> str:
     reason = decision.exit_reason
     if reason == "complete" and report is not None and report.draft_response:
         return (
-            f"`{line}`\nDraft response (reply to approve, or `admin: task {case_id}`):\n"
+            f"`{line}`\nDraft response ({APPROVAL_HINT}, or `admin: task {case_id}`):\n"
             f"{report.draft_response}"
         )
     if reason == "failed":
@@ -229,13 +233,24 @@ def dm_text(case_id: str, line: str, result: LoopResult) -> str:
     )  # fmt: skip
 
 
-def _post(cfg: Config, case_id: str, line: str, result: LoopResult, out: Outbound) -> str | None:
+def _post(
+    cfg: Config,
+    case_id: str,
+    line: str,
+    result: LoopResult,
+    out: Outbound,
+    edit_ts: str | None = None,
+) -> str | None:
     thread = registry.case_thread(case_id)  # either map: an `admin: task` case's is a task one
     from harness_cli.cost.meter import spend_line
 
     dm = cfg.harness.operator.self_dm_channel
     text = dm_text(case_id, line, result)
     cost = spend_line(case_id)
+    if edit_ts:
+        out.update(dm, edit_ts, f"{text}\n{cost}" if cost else text, owed=True,
+                   purpose="investigation_result")  # fmt: skip
+        return edit_ts
     return out.post(
         dm,
         f"{text}\n{cost}" if cost else text,

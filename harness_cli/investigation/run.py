@@ -72,16 +72,12 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         from harness_cli.services import factory
 
         out = factory.outbound(cfg)
-    done = publish(cfg, case_id, result, out, sync_now=post)
+    # The exit line goes out once: the result is written over the live status message.
+    edit_ts = status.handover() if status is not None else None
+    done = publish(cfg, case_id, result, out, sync_now=post, edit_ts=edit_ts)
     if post:
         outage.recovered(case_id)  # it got through: it waits no more
     decision = result.decision
-    if status is not None:
-        # The exit line goes out once, in the post below the status message.
-        if decision.action == "exit_failed":
-            status.failed(decision.exit_note or decision.reason)
-        else:
-            status.done(f"{decision.exit_reason} after {result.iterations} iteration(s)")
     actions = _hand(cfg, case_id, out) if out is not None else []
     return {
         "case_id": case_id,

@@ -10,11 +10,11 @@ channel is conversation, not consent.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness_cli.approval import is_approval_text
 from harness_cli.bounds import bound
 from harness_cli.intake.admin_parser import is_admin_text
 from harness_cli.logs import event
@@ -23,10 +23,6 @@ from harness_cli.services.slack import Message, Slack
 
 log = logging.getLogger("harness.memory")
 
-APPROVAL_WORDS = frozenset({"go", "go ahead", "approve", "approved", "i approve"})
-"""A reply that is exactly one of these (case, spaces and trailing punctuation aside) approves
-the case; a sentence that merely contains one ("go ahead and check the logs") does not."""
-_TRAILING = re.compile(r"[\s.!]+$")
 _NOISE_SUBTYPES = frozenset(
     {"bot_message", "channel_join", "channel_leave", "message_changed", "message_deleted"}
 )
@@ -118,5 +114,4 @@ def is_approval(reply: Reply, operator: str) -> bool:
     dispatches it here.)"""
     if reply.where != "case thread" or reply.user != operator:
         return False
-    words = " ".join(_TRAILING.sub("", reply.text.strip()).lower().split())
-    return words in APPROVAL_WORDS
+    return is_approval_text(reply.text)

@@ -57,11 +57,29 @@ def stranded_runs(cfg: Config, out: Outbound | None, *, backend: dispatch.Backen
                     lines.append(_abandon(cfg, out, path, fresh))
                 else:
                     lines.append(_redispatch(backend, path, fresh))
+                    say_redispatched(cfg, out, fresh.case_id, fresh.workflow, "was killed mid-run")
         except LockHeld:
             continue
         except HarnessError as exc:
             event(log, "stranded_run_failed", logging.WARNING, run=record.run, error=exc.line())
     return lines
+
+
+def say_redispatched(
+    cfg: Config, out: Outbound | None, case_id: str, workflow: str, why: str
+) -> None:
+    """#34 item 2: a run started again by a cycle is said in the case thread — before, a case
+    moved twenty minutes after its failure message with no word. A lost notice is logged."""
+    from harness_cli.ops import notify
+
+    if out is None or not case_id:
+        return
+    try:
+        notify.dm(out, cfg, "run_redispatched",
+                  f"`{workflow}` {why}; I started it again now (it reports here).",
+                  case_id=case_id)  # fmt: skip
+    except HarnessError as exc:
+        event(log, "redispatch_notice_failed", logging.WARNING, case_id=case_id, error=exc.line())
 
 
 def _busy(record: RunRecord) -> bool:
@@ -106,6 +124,15 @@ def _redispatch(backend: dispatch.Backend, path: Path, record: RunRecord) -> str
     return f"resumed {record.workflow} {record.case_id} (killed mid-run)"
 
 
+def _again(record: RunRecord) -> str:
+    """The Slack command that starts an abandoned run's work again (#34 item 2)."""
+    if record.workflow == "dev-agent" and record.args.get("mode", "task") == "task":
+        return f"admin: retry {record.case_id}"
+    if record.workflow == "dev-agent":
+        return f"admin: mr rescan {record.args.get('mr', record.case_id)}"
+    return f"admin: task {record.case_id}"
+
+
 def _abandon(cfg: Config, out: Outbound | None, path: Path, record: RunRecord) -> str:
     from harness_cli.ops import notify
     from harness_cli.workspace import registry
@@ -130,8 +157,8 @@ def _abandon(cfg: Config, out: Outbound | None, path: Path, record: RunRecord) -
     text = (
         f"{record.case_id}: `{record.workflow}` was killed mid-run {record.resumes + 1} times "
         f"and resumed {record.resumes}; I stopped resuming it. The case is `{status or '?'}`: "
-        f"`admin: reopen {record.case_id}` and start it again once the cause (memory, a "
-        "timeout, the machine) is fixed."
+        f"once the cause (memory, a timeout, the machine) is fixed, `{_again(record)}` starts "
+        "it again."
     )
     if out is not None and not record.told:
         notify.dm(out, cfg, "run_abandoned", text, case_id=record.case_id)

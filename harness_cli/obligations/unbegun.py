@@ -104,7 +104,13 @@ def unbegun_payloads(cfg: Config, out: Outbound | None, *, backend: dispatch.Bac
             if adopted.exists():
                 lines += _tell_if_still_unbegun(cfg, out, path, payload, adopted, grace, now)
             else:
-                lines += _adopt(backend, path, payload, adopted)
+                adopted_now = _adopt(backend, path, payload, adopted)
+                lines += adopted_now
+                if adopted_now:
+                    from harness_cli.obligations.adopt import say_redispatched
+
+                    say_redispatched(cfg, out, payload.case_id, payload.workflow,
+                                     "was dispatched but never began")  # fmt: skip
         except LockHeld:
             continue  # its workflow runs on the case right now
         except HarnessError as exc:

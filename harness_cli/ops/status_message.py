@@ -75,7 +75,7 @@ class RunStatus(Protocol):
 
     def done(self, summary: str = "", *, limit: int = 200) -> None: ...
 
-    def failed(self, reason: str) -> None: ...
+    def failed(self, reason: str, *, limit: int = 300) -> None: ...
 
 
 class StatusReporter:
@@ -138,8 +138,18 @@ class StatusReporter:
         summary = summary[:limit]
         self._close(":white_check_mark:", "Done" + (f" — {summary}" if summary else ""))
 
-    def failed(self, reason: str) -> None:
-        self._close(":x:", f"Failed: {' '.join(reason.split())[:300]}")
+    def handover(self) -> str | None:
+        """#34 item 13: end the live status without a closing line of its own and return its
+        message (None: no placeholder reached Slack), for the run's one outcome post to be
+        written over it — an investigation ended in two messages with the cost line twice."""
+        with self._lock:
+            self.closed = True
+            return None if self.quiet else self.ts
+
+    def failed(self, reason: str, *, limit: int = 300) -> None:
+        """``limit``: as for :meth:`done` — the way out at the end of a dev-agent's outcome
+        must not be cut off (#34 item 2)."""
+        self._close(":x:", f"Failed: {' '.join(reason.split())[:limit]}")
 
     def waiting(self, reason: str) -> None:
         """Not failed: the run stopped on something outside it and is tried again by itself."""

@@ -163,10 +163,13 @@ def release(
     error: str = "",
     max_attempts: int | None = None,
     stage: Literal["handled"] | None = None,
+    counted: bool = True,
 ) -> list[tuple[str, InFlight]]:
     """Give leases back so the next cycle retries at once (``stage="handled"``: every effect
     exists, only the commit is left). With ``error`` each counts as a failed attempt; past
-    ``max_attempts`` the entry is parked. Returns the entries parked now."""
+    ``max_attempts`` the entry is parked (``counted=False``: the error is kept, no attempt is
+    counted — the message waits on a repair, and is retried every cycle). Returns the entries
+    parked now."""
     drop = list(dict.fromkeys(keys))
     parked: list[tuple[str, InFlight]] = []
     if not drop:
@@ -179,7 +182,9 @@ def release(
             entry.owner = ""
             if stage:
                 entry.stage = stage
-            if error:
+            if error and not counted:  # waiting on something outside (a repair): no attempt
+                entry.error = error[:300]
+            elif error:
                 entry.attempts += 1
                 entry.error = error[:300]
                 if max_attempts is not None and entry.attempts >= max_attempts:

@@ -152,6 +152,9 @@ class MonitoredMr(_State):
     none was marked handled, and the MR is read in full again once it may answer."""
     review_rounds: list[datetime] = Field(default_factory=list)
     """When each address_review round was dispatched, within the review budget's window."""
+    loop_rounds: list[datetime] = Field(default_factory=list)
+    """… of which the rounds that answered a note written after the harness's own reply in its
+    discussion (the shape of a reply loop): what ``review_round_budget`` counts."""
     review_budget_noticed: bool = False
     """The "budget spent" notice went out (once on the MR, once to the operator) for the
     current exhaustion."""
@@ -159,6 +162,10 @@ class MonitoredMr(_State):
     """Written by the dev-agent's fix_ci run; mr-monitor reads it next cycle."""
     fix_result_seen: str = ""
     """The ``fix_result.id`` mr-monitor already acted on."""
+    fix_status_ts: str = ""
+    """Written by the dev-agent's fix_ci run: its status message in the case thread, which the
+    next attempt of the same red streak edits in place instead of posting another (#34 item
+    13: four messages for one red MR)."""
 
 
 class MonitoredMrs(_State):

@@ -11,6 +11,7 @@ are kept by a merge and the local side wins the conflicting hunks.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -21,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness_cli.errors import ConfigError, InputError, LockHeld, ServiceError
+from harness_cli.errors import ConfigError, HarnessError, InputError, LockHeld, ServiceError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event, redact
 from harness_cli.services.git import Git, PushRejected
@@ -55,6 +56,8 @@ class SyncResult:
     skipped: str | None = None
     """Why nothing was pushed, e.g. ``"no remote: local-only workspace"``."""
     head: str | None = None
+    left_out: list[str] = field(default_factory=list)
+    """State files that do not parse, kept out of the commit (#34 item 3)."""
 
 
 @dataclass
@@ -125,7 +128,8 @@ def sync(
         git.add(specs)
         if scrub_staged(git, workspace):
             git.add(specs)
-        result = SyncResult(committed=git.commit(message))
+        left_out = unstage_unparsable(git, workspace)
+        result = SyncResult(committed=git.commit(message), left_out=left_out)
         result.head = git.head_sha()
         if result.committed:
             crash_point("workspace.committed")
@@ -136,6 +140,53 @@ def sync(
         if result.pushed:
             crash_point("workspace.pushed")
         return result
+
+
+def unstage_unparsable(git: Git, workspace: Path) -> list[str]:
+    """#34 item 3: a state file that does not parse never leaves with a commit. Before, the
+    next poll-slack that committed anything pushed a corrupt case.json to the shared
+    workspace, and the error's fix (``git checkout -- case.json``) restored the corrupt copy.
+    Such a file stays in the working tree, unstaged (its last good version stays in HEAD for
+    :func:`last_good`); the run that reads it names it and that version."""
+    names = git.run("diff", "--cached", "--name-only", "--diff-filter=AM", "-z").split("\0")
+    bad: list[str] = []
+    for name in filter(None, names):
+        if not name.endswith(".json"):
+            continue
+        path = workspace / name
+        if path.is_symlink():
+            continue
+        try:
+            json.loads(path.read_bytes())
+        except OSError:
+            continue
+        except ValueError:
+            bad.append(name)
+    if not bad:
+        return []
+    if git.head_sha() is None:
+        git.run("rm", "-q", "--cached", "--", *bad)
+    else:
+        git.run("reset", "-q", "--", *bad)
+    event(log, "workspace_unparsable_left_out", logging.ERROR, paths=bad)
+    return bad
+
+
+def last_good(workspace: Path, rel: str, *, look_back: int = 50) -> str | None:
+    """The newest commit whose copy of ``rel`` parses as JSON (None: none within
+    ``look_back`` commits, or no history)."""
+    git = Git(workspace)
+    try:
+        shas = git.run("log", f"-{look_back}", "--format=%H", "--", rel).split()
+    except HarnessError:
+        return None
+    for sha in shas:
+        try:
+            json.loads(git.run("show", f"{sha}:{rel}"))
+        except (HarnessError, ValueError):
+            continue
+        return sha
+    return None
 
 
 def scrub_staged(git: Git, workspace: Path) -> list[str]:

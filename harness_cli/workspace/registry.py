@@ -81,8 +81,15 @@ def restore_hint(path: Path) -> str:
         rel = path.relative_to(paths.workspace())
     except ValueError:
         return "restore it from the workspace's git history"
+    from harness_cli.workspace.gitsync import last_good
+
     where = paths.workspace()
-    return f"restore it from the workspace's git history: git -C {where} checkout -- {rel}"
+    # #34 item 3: `checkout -- FILE` gives back the index's copy, which may be the corrupt one
+    # a sync committed; the last commit whose copy parses is named instead.
+    good = last_good(where, str(rel))
+    if good is None:
+        return f"restore it from the workspace's git history (`git -C {where} log -- {rel}`)"
+    return f"restore its last good version: git -C {where} checkout {good[:12]} -- {rel}"
 
 
 def _write(folder: Path, case: Case) -> None:

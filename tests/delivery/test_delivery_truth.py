@@ -32,6 +32,7 @@ def test_a_claimed_change_gets_no_reply_and_a_real_one_gets_one_reply_per_discus
     config = tmp_path / "agent-config" / "harness.yaml"
     data = yaml.safe_load(config.read_text())
     data["monitor"]["review_round_budget"] = 2
+    data["monitor"]["review_round_ceiling"] = 2  # #34: the budget counts loops, this rounds
     config.write_text(yaml.safe_dump(data))
     desk.force_ci("success", times=6)
     desk.approved_case("REV-1")
@@ -215,7 +216,7 @@ def test_a_task_that_changes_nothing_leaves_a_way_out(desk: Desk) -> None:
     assert desk.status("NOTHING-1") == "failed"  # not in_progress for ever
     assert result["data"]["state"] == "failed"
     [message] = _texts(desk.harness_posts())[-1:]
-    assert "NOTHING-1" in message and "admin: reopen NOTHING-1" in message
+    assert "NOTHING-1" in message and "admin: retry NOTHING-1" in message  # #34 item 2
     reply = desk.harness("admin", "reopen NOTHING-1")["data"]["reply"]
     assert "failed → awaiting_approval" in reply and desk.status("NOTHING-1") == "awaiting_approval"
     again = desk.harness("admin", "task NOTHING-1")["data"]["reply"]

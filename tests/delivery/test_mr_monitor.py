@@ -338,6 +338,8 @@ def test_a_reviewer_who_comments_twenty_times_gets_the_budget_and_one_notice(
     the MR gets one notice and the operator one DM; a day later a round frees up."""
     from datetime import UTC, datetime, timedelta
 
+    # #34 item 14: new discussions each time (no reply to ours) count against the ceiling
+    _monitor_setting(world.tmp / "agent-config", review_round_ceiling=4)
     iid = world.open_mr("harness/AAA-1", result="success")
     key = f"{PATH}!{iid}"
     world.cycle()
@@ -347,7 +349,7 @@ def test_a_reviewer_who_comments_twenty_times_gets_the_budget_and_one_notice(
             world.cycle()
     world.cycle()
     rounds = world.dispatched("address_review")
-    assert len(rounds) == 4  # monitor.review_round_budget
+    assert len(rounds) == 4  # monitor.review_round_ceiling
     mr = world.project.mergerequests.get(iid)
     notices = [n for n in mr.notes.list(get_all=True) if "review rounds" in n.body]
     assert len(notices) == 1 and notices[0].author["username"] == "harness-bot"
@@ -713,7 +715,7 @@ def test_reply_dedup_by_author_and_by_what_was_dispatched() -> None:
     work = decide.discussions_to_answer(
         threads, me=me, handled={"in-flight": 9}, ignored=["linter"]
     )
-    assert work == [decide.ReviewWork("open", 5, "bob")]
+    assert work == [decide.ReviewWork("open", 5, "bob", follows_reply=True)]
 
 
 def test_ci_verdicts() -> None:

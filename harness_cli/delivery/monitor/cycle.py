@@ -116,7 +116,11 @@ def _poll_project(
         and (
             _forced_reason(e, paused) != "held notes"
             or decide.review_round_allowed(
-                e, now, budget=th.review_round_budget, window_hours=th.review_round_window_hours
+                e,
+                now,
+                budget=th.review_round_budget,
+                window_hours=th.review_round_window_hours,
+                ceiling=th.review_round_ceiling,
             )
         )
     ]

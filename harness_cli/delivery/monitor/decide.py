@@ -48,6 +48,9 @@ class ReviewWork:
     discussion_id: str
     note_id: int
     author: str
+    follows_reply: bool = False
+    """The reviewer wrote again after the harness's own reply in this discussion: the shape of
+    a reply loop, the only kind of round the review round budget counts (#34 item 14)."""
 
 
 def discussions_to_answer(
@@ -75,7 +78,7 @@ def discussions_to_answer(
             continue
         if handled.get(discussion.id, 0) >= newest.id:
             continue
-        work.append(ReviewWork(discussion.id, newest.id, newest.author))
+        work.append(ReviewWork(discussion.id, newest.id, newest.author, follows_reply=bool(ours)))
     return work
 
 
@@ -161,16 +164,28 @@ def tail(text: str, lines: int) -> str:
 
 
 def review_round_allowed(
-    entry: MonitoredMr, now: datetime, *, budget: int, window_hours: float
+    entry: MonitoredMr,
+    now: datetime,
+    *,
+    budget: int,
+    window_hours: float,
+    ceiling: int | None = None,
+    loop: bool = True,
 ) -> bool:
-    """Whether another address_review round fits the MR's review round budget."""
+    """Whether another address_review round fits the MR's review round budget: ``budget``
+    counts the loop-shaped rounds (``loop``: this round would be one), ``ceiling`` every
+    round."""
     since = now - timedelta(hours=window_hours)
-    return len([t for t in entry.review_rounds if t > since]) < budget
+    if ceiling is not None and len([t for t in entry.review_rounds if t > since]) >= ceiling:
+        return False
+    return not loop or len([t for t in entry.loop_rounds if t > since]) < budget
 
 
-def rounds_in_window(entry: MonitoredMr, now: datetime, window_hours: float) -> list[datetime]:
+def rounds_in_window(
+    entry: MonitoredMr, now: datetime, window_hours: float, *, loops: bool = False
+) -> list[datetime]:
     since = now - timedelta(hours=window_hours)
-    return sorted(t for t in entry.review_rounds if t > since)
+    return sorted(t for t in (entry.loop_rounds if loops else entry.review_rounds) if t > since)
 
 
 def touched_by_pipelines(

@@ -62,6 +62,7 @@ _OWNED = (
     "target_branch",
     "held",
     "review_rounds",
+    "loop_rounds",
     "review_budget_noticed",
     "fix_result_seen",
 )
@@ -216,7 +217,7 @@ class Examination:
                     self._record(action)
                 self.ctx.report.muted.append(f"{action.kind} {self.key}")
                 continue
-            if action.kind == "address_review" and not self._within_review_budget():
+            if action.kind == "address_review" and not self._within_review_budget(action):
                 continue
             if action.kind.startswith("escalate"):
                 self._escalate(action)
@@ -239,12 +240,14 @@ class Examination:
                 continue
             dispatched = True
             if action.kind == "address_review":
-                self.work.review_rounds = [
-                    *decide.rounds_in_window(
-                        self.work, clock.now(), self.ctx.thresholds.review_round_window_hours
-                    ),
-                    clock.now(),
-                ]
+                hours = self.ctx.thresholds.review_round_window_hours
+                now = clock.now()
+                self.work.review_rounds = [*decide.rounds_in_window(self.work, now, hours), now]
+                if any(r.follows_reply for r in action.reviews):
+                    self.work.loop_rounds = [
+                        *decide.rounds_in_window(self.work, now, hours, loops=True),
+                        now,
+                    ]
                 if not self.rescan:  # the operator's own round does not re-arm the notice
                     self.work.review_budget_noticed = False
             self._record(action)
@@ -252,20 +255,37 @@ class Examination:
             self.ctx.report.dispatched.append(f"dev-agent {action.kind} {self.key}")
             event(log, "mr_dispatch", mr=self.key, case_id=self.work.case_id, mode=action.kind)
 
-    def _within_review_budget(self) -> bool:
+    def _within_review_budget(self, action: Action) -> bool:
         """#21: "11 reviewer notes gave 10 address_review runs and 10 replies — a bot-vs-bot
-        review loop would run for ever." Past the budget: held, one notice, one DM."""
+        review loop would run for ever." Past the budget: held, one notice, one DM.
+
+        #34 item 14: the budget stops loops, not reviews. Only a round that answers a note
+        written after the harness's own reply in that discussion counts (and is held past the
+        budget); a note in a discussion the harness never answered is ordinary review and is
+        answered whatever the count — before, the fifth note of an ordinary review was held."""
         th, w = self.ctx.thresholds, self.work
-        if self.rescan or decide.review_round_allowed(
-            w, clock.now(), budget=th.review_round_budget, window_hours=th.review_round_window_hours
-        ):
+
+        def allowed(*, loop: bool) -> bool:
+            return decide.review_round_allowed(
+                w,
+                clock.now(),
+                budget=th.review_round_budget,
+                window_hours=th.review_round_window_hours,
+                ceiling=th.review_round_ceiling,
+                loop=loop,
+            )
+
+        if self.rescan or allowed(loop=True):
             return True
-        w.held = True
+        under_ceiling = allowed(loop=False)
+        fresh = [r for r in action.reviews if not r.follows_reply] if under_ceiling else []
+        w.held = True  # the follow-ups stay unhandled: answered once the window frees a round
         self.ctx.report.muted.append(f"review budget {self.key}")
         if not w.review_budget_noticed:
             notices.review_budget_spent(self.ctx, self.key, w, self.mr)
             w.review_budget_noticed = True
-        return False
+        action.reviews = fresh
+        return bool(fresh)
 
     def _args(self, action: Action) -> dict[str, Any]:
         where = {"mr": self.key, "branch": self.mr.source_branch}

@@ -58,6 +58,11 @@ class MonitorThresholds(BaseModel):
     rounds per day". Past it the harness stops replying, says so once on the MR and DMs the
     operator once; the notes are held (never dropped) until the window frees a round or the
     operator asks (``admin: mr rescan``)."""
+    review_round_ceiling: int = Field(12, ge=1)
+    """#34 item 14: the budget above counts only the rounds shaped like a loop — a reviewer
+    writing again after the harness's own reply in that discussion. An ordinary review of ten
+    notes, each answered in its own round, went half unanswered when every round counted. This
+    ceiling counts every round, for a reviewer bot that opens a new discussion each time."""
     review_round_window_hours: float = Field(24.0, gt=0)
     """The window the review round budget counts in."""
     ignored_authors: list[str] = Field(default_factory=list)
