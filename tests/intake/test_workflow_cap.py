@@ -8,6 +8,7 @@ once (a flood of 60 started 60)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -46,9 +47,13 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
 
 def _holding(home: Path) -> int:
     """Workflow slots held right now (their flocks in /proc/locks)."""
-    inodes = {p.stat().st_ino for p in (home / "locks").glob("workflow-slot-*.lock")}
+    # device and inode: another test's lock elsewhere may have the same inode number
+    keys = {
+        f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+        for st in (p.stat() for p in (home / "locks").glob("workflow-slot-*.lock"))
+    }
     table = [line.split() for line in Path("/proc/locks").read_text().splitlines()]
-    return sum(1 for f in table if f[1] == "FLOCK" and int(f[5].rsplit(":", 1)[1]) in inodes)
+    return sum(1 for f in table if len(f) > 5 and f[1] == "FLOCK" and f[5] in keys)
 
 
 def test_three_tickets_with_a_cap_of_two_run_two_at_a_time_in_order(

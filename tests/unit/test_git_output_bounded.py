@@ -16,13 +16,15 @@ from harness_cli.services import git as git_module
 from harness_cli.services.git import Git
 
 DESCRIBE_RSS = """
-import resource, sys
+import sys
 from pathlib import Path
 from harness_cli.delivery import check_guard
 text = check_guard.describe(Path(sys.argv[1]), sys.argv[2], ["pytest.ini"])
 print(repr(text[:300]))
 print(len(text))
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+# VmHWM, not ru_maxrss: that one keeps the forking parent's peak across exec
+hwm = [ln for ln in Path('/proc/self/status').read_text().splitlines() if ln.startswith('VmHWM')]
+print(int(hwm[0].split()[1]) // 1024)
 """
 
 
