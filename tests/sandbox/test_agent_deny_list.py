@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness_cli.agents.claude_code import ClaudeCodeRuntime
+from harness_cli.agents.mcp_contracts import McpSettings
 from harness_cli.agents.runtime import RunRequest
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.services.claude_cli import find_claude
@@ -67,7 +68,12 @@ def offered(emu: AnthropicEmulator) -> set[str]:
     return {t["name"] for b in bodies if b and b.get("tools") for t in b["tools"]}
 
 
-def run(emu: AnthropicEmulator, workdir: Path, mcp: Path | None = None) -> set[str]:
+def run(
+    emu: AnthropicEmulator,
+    workdir: Path,
+    mcp: Path | None = None,
+    settings: McpSettings | None = None,
+) -> set[str]:
     emu.reset()
     req = RunRequest(
         role="push-healer",
@@ -77,7 +83,7 @@ def run(emu: AnthropicEmulator, workdir: Path, mcp: Path | None = None) -> set[s
         max_turns=1,
         mcp_config=mcp,
     )
-    ClaudeCodeRuntime().run(req)
+    ClaudeCodeRuntime(mcp_settings=settings).run(req)
     return offered(emu)
 
 
@@ -99,10 +105,15 @@ def test_no_agent_run_is_offered_the_slack_write_tools(
     assert tools and "Bash" in tools
     assert not any(t.startswith("mcp__") for t in tools), sorted(tools)
 
-    # an MCP config the harness passes: its read tool is offered, the write tool never
+    # an MCP config the harness passes, every tool of it declared read-only by the operator:
+    # its read tool is offered, the Slack write tool never (no declaration lifts that rule)
     passed = tmp_path / "mcp.json"
     passed.write_text(json.dumps(config))
-    tools = run(emu, work, passed)
+    declared = McpSettings(effects={"slack/*": "read-only"})
+    tools = run(emu, work, passed, declared)
     assert "mcp__slack__search_messages" in tools, sorted(tools)
     assert "mcp__slack__send_message_to_self" not in tools
+    # undeclared and untrusted, the read tool is a write too: not offered to this role
+    tools = run(emu, work, passed)
+    assert not any(t.startswith("mcp__") for t in tools), sorted(tools)
     assert os.environ["HOME"] == str(home)
