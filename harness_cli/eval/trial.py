@@ -141,16 +141,23 @@ _CONFIDENCE = re.compile(r"confidence=(\d+)%")
 
 
 def reached_operator(dm: list[str]) -> str:
-    """The operator's DMs without what varies with no decision behind it: the cost line and
-    the exit line's iteration count and elapsed time (the exit line's name, confidence and
-    note stay: they are what the operator reads)."""
+    """The operator's DMs without what varies with no decision behind it: the cost line, the
+    exit line's iteration count and elapsed time, request ids, token and dollar figures (the
+    exit line's name, confidence and note stay: they are what the operator reads)."""
     kept = []
     for message in dm:
         for line in message.splitlines():
             if line.startswith("Cost:"):
                 continue
-            kept.append(re.sub(r"\s+iterations=\d+\s+elapsed=\S+", " ", line).strip())
+            line = re.sub(r"\s+iterations=\d+\s+elapsed=\S+", " ", line)
+            line = _IDS.sub(r"\1_…", line)  # a request id is no decision
+            if "token" in line or "$" in line:  # nor is how many tokens a prompt happened to be
+                line = re.sub(r"\d[\d,.]*", "#", line)
+            kept.append(line.strip())
     return "\n".join(kept)
+
+
+_IDS = re.compile(r"\b(req|msg|toolu)_[0-9A-Za-z]{8,}")
 
 
 def outcome(case: LibraryCase, seen: Observed, took: bool) -> dict[str, Any]:

@@ -83,3 +83,17 @@ def test_defective_accepted_means_a_case_marked_defective_that_ended_accepted() 
                     suite_names=["s"], wall=0.0)  # fmt: skip
     assert run.overall().defective_accepted == 1
     assert [t.defective_accepted for t in run.trials] == [False, True, False]
+
+
+def test_what_reached_the_operator_is_compared_without_ids_costs_or_timings() -> None:
+    from harness_cli.eval.trial import reached_operator
+
+    def dm(req: str, tokens: str, elapsed: str) -> list[str]:
+        return [f"`exit=failed       confidence=0%  iterations=1   elapsed={elapsed}`\n"
+                f"401 {{'request_id': '{req}'}}\nWhy: {tokens} tokens of the budget\n"
+                f"Cost: this run $0.01"]  # fmt: skip
+
+    a = reached_operator(dm("req_14a15723804d4cab", "12,345", "0min"))
+    assert a == reached_operator(dm("req_25e639a871594f1d", "9,876", "3min"))
+    assert a != reached_operator(dm("req_14a15723804d4cab", "12,345", "0min")[0]
+                                 .replace("failed", "blocked").splitlines())  # fmt: skip
