@@ -29,17 +29,16 @@ def test_an_honest_investigation_completes_and_posts_its_draft_in_the_case_threa
     assert str(data["exit_line"]).startswith("exit=complete")
     assert data["iterations"] == 2 and data["confidence"] == 88
     assert data["status"] == "awaiting_approval"
-    root, status, draft = slack_emu.messages("D0SELF")
+    root, draft = slack_emu.messages("D0SELF")
     assert root["ts"] == thread["ts"]
-    # one live status message in the thread, edited in place to its final state
-    assert status["thread_ts"] == thread["ts"] and status["text"].startswith(":white_check_mark:")
+    # #34 item 13: one message per outcome — the live status placeholder, edited in place
+    # while the run goes on, ends as the draft itself (one cost line, not two messages)
     assert draft["thread_ts"] == thread["ts"] and draft["ts"] == data["posted_ts"]
     assert draft["text"].startswith(f"`{data['exit_line']}`")
-    # the exit line is told once: in the result, not again in the closing status edit
-    assert "exit=" not in status["text"] and data["exit_line"] not in status["text"]
+    assert draft["text"].count(data["exit_line"]) == 1 and draft["text"].count("Cost:") <= 1
     assert "Orders of exactly 10 units miss the bulk discount" in draft["text"]
-    # the status placeholder and the draft are all the investigation posted, in the self-DM
-    assert slack_emu.calls("chat.postMessage") == 3
+    # the status placeholder (become the draft) is all the investigation posted
+    assert slack_emu.calls("chat.postMessage") == 2
     assert slack_emu.messages("C0SUPPORT")[-1]["user"] == "U0CUSTOMER"
 
     folder = inv.case_dir()
