@@ -49,6 +49,13 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
         pytest.fail("a test wrote to the real ~/.harness")
 
 
+@pytest.fixture(params=["gitlab", "github"])
+def forge(request: pytest.FixtureRequest) -> str:
+    """Each forge in turn (tests/forges.py starts its emulator): a test asking for it runs on
+    GitLab and on GitHub."""
+    return str(request.param)
+
+
 @pytest.fixture
 def config_dir(tmp_path: Path) -> Path:
     """A copy of the shipped example agent-config/ as HARNESS_CONFIG."""
