@@ -32,6 +32,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
         "SLACK_APP_TOKEN",
         "GITLAB_TOKEN",
         "GITLAB_URL",
+        "GITHUB_TOKEN",
+        "GITHUB_URL",
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_BASE_URL",
         "SLACK_API_URL",

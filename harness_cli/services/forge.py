@@ -151,8 +151,11 @@ def forge_map(cfg: Config) -> dict[str, ForgeName]:
 
 def home_forge(cfg: Config) -> ForgeName:
     """The forge the harness's account is asked ``whoami`` on when no repository is named:
-    GitHub when every configured repository is there, else GitLab."""
-    used = set(forge_map(cfg).values())
+    GitHub when every team's repositories are there (the harness's own repo aside: it may sit
+    on the other forge), else GitLab. One login serves mr-monitor's "is this note ours"; a
+    team spread over both forges gives the bot the same login on both."""
+    used = {p.forge for p in cfg.projects.projects.values() if p.repos}
+    used = used or {cfg.harness.improvement.self_repo_forge}
     return "github" if used == {"github"} else DEFAULT_FORGE
 
 

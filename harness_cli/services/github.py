@@ -29,6 +29,8 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 from harness_cli.bounded import CHUNK, Bounded
@@ -138,6 +140,8 @@ class LiveGitHub:
         self._runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
         """Actions runs by (repo, head SHA) seen in this process's pipeline listing."""
         self._etags: dict[str, Any] | None = None
+        self._server_now: float | None = None
+        """The server's clock (its ``Date``) at the last answer."""
 
     # -- the port -------------------------------------------------------------------------------
     def whoami(self) -> str:
@@ -209,7 +213,17 @@ class LiveGitHub:
         return self._mr(project, data, full=False)
 
     def get_mr(self, project: str, iid: int) -> MergeRequest:
-        data = self._get(f"/repos/{project}/pulls/{iid}", what=f"PR {project}#{iid}", etag=True)
+        """The PR as it is once the second of its last update is over (``_unsettled``): what
+        this read returns is then all that second holds, and a later change is a later
+        ``updated_at``. Waits at most a second, rarely (an update in the very second read)."""
+        path = f"/repos/{project}/pulls/{iid}"
+        data = self._get(path, what=f"PR {project}#{iid}", etag=True)
+        for _ in range(2):
+            wait = self._unsettled(str(data.get("updated_at") or ""))
+            if wait <= 0 or (self.deadline is not None and time.monotonic() + wait > self.deadline):
+                break
+            time.sleep(wait + 0.05)
+            data = self._get(path, what=f"PR {project}#{iid}", etag=True)
         return self._mr(project, data, full=True)
 
     def update_mr(self, project: str, iid: int, **fields: Any) -> MergeRequest:
@@ -276,7 +290,7 @@ class LiveGitHub:
                 raise ServiceError(f"GitHub's PR list of {project} is not a list")
             for item in data:
                 mr = self._mr(project, item, full=False)
-                if updated_after and _stamp(mr.updated_at) <= _stamp(updated_after):
+                if updated_after and _stamp(mr.updated_at) < _stamp(updated_after):
                     return self._rechecked(project, found, recheck)
                 if state == "merged" and mr.state != "merged":
                     continue
@@ -302,7 +316,7 @@ class LiveGitHub:
         after = _stamp(updated_after)
         folded = []
         for found in by_sha.values():
-            if any(_stamp(str(r.get("updated_at") or "")) > after for r in found):
+            if any(_stamp(str(r.get("updated_at") or "")) >= after for r in found):
                 pipeline = _fold(found)
                 if pipeline:
                     folded.append(pipeline)
@@ -491,6 +505,19 @@ class LiveGitHub:
             author=str((data.get("user") or {}).get("login") or ""),
         )
 
+    def _unsettled(self, updated: str) -> float:
+        """Seconds until the second of ``updated`` is over on the server's clock (its
+        ``Date``); 0 when it already is. GitHub's ``updated_at`` has whole seconds: a comment
+        made in the same second as a read would leave ``updated_at`` as that read saw it, and
+        mr-monitor would never see the comment as a change."""
+        try:
+            at = datetime.fromisoformat(updated.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return 0.0
+        if self._server_now is None or int(self._server_now) > int(at):
+            return 0.0
+        return int(at) + 1 - self._server_now
+
     def _head_pipeline(self, project: str, sha: str) -> dict[str, Any] | None:
         runs = self._runs.get((project, sha))
         if runs is None:
@@ -561,10 +588,15 @@ class LiveGitHub:
         what: str = "",
     ) -> tuple[int, dict[str, Any], str]:
         self._count()
-        return self._guard(
+        found = self._guard(
             lambda: self._rq.requestJson(verb, path, params, headers, body),
             what or f"{verb} {path}",
         )
+        date = {k.lower(): v for k, v in found[1].items()}.get("date")
+        if date:
+            with contextlib.suppress(TypeError, ValueError):
+                self._server_now = parsedate_to_datetime(str(date)).timestamp()
+        return found
 
     def _check(self, status: int, headers: dict[str, Any], text: str, what: str) -> Any:
         if status >= 400:
@@ -686,8 +718,6 @@ def _note(c: dict[str, Any], *, resolvable: bool, resolved: bool) -> Note:
 
 def _stamp(text: str) -> str:
     """An ISO instant comparable as text (GitHub's ``Z`` and GitLab's millis alike)."""
-    from datetime import UTC, datetime
-
     try:
         at = datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
     except ValueError:
