@@ -46,6 +46,7 @@ projects:
     slack_channels: [{channels}]
     jira_prefixes: [{prefixes}]
     repos: [{repos}]
+    forge: {forge}   # where repos live: gitlab (GITLAB_URL/TOKEN) or github (GITHUB_URL/TOKEN)
 """
 
 STARTER_SOP = """\
@@ -87,6 +88,8 @@ class Wanted:
     channels: list[str] = field(default_factory=list)
     jira_prefixes: list[str] = field(default_factory=list)
     repos: list[str] = field(default_factory=list)
+    forge: str | None = None
+    """``--forge``: where the first project's repos live (None: not given; gitlab)."""
 
 
 @dataclass
@@ -179,6 +182,10 @@ def conflicts(cfg: Config, wanted: Wanted) -> list[str]:
                 f"{projects} project {name} has {flag[2:]} [{', '.join(have)}], "
                 f"{flag} says {', '.join(extra)}"
             )
+    if wanted.forge and wanted.forge != project.forge:
+        found.append(
+            f"{projects} project {name} has forge {project.forge}, --forge says {wanted.forge}"
+        )
     return found
 
 
@@ -186,6 +193,7 @@ def _starter_texts(wanted: Wanted, base: Config | None, folder: Path) -> dict[st
     user, dm = wanted.slack_user, wanted.self_dm
     project = wanted.project
     channels, prefixes, repos = wanted.channels, wanted.jira_prefixes, wanted.repos
+    forge = wanted.forge
     if base is not None:  # --force: flags not given keep what the old config said
         user = user or base.harness.operator.slack_user_id
         dm = dm or base.harness.operator.self_dm_channel
@@ -195,6 +203,7 @@ def _starter_texts(wanted: Wanted, base: Config | None, folder: Path) -> dict[st
             channels = channels or old.slack_channels
             prefixes = prefixes or old.jira_prefixes
             repos = repos or old.repos
+            forge = forge or old.forge
     missing = [f for f, v in (("--slack-user", user), ("--self-dm", dm)) if not v]
     if missing:
         raise ConfigError(
@@ -206,7 +215,11 @@ def _starter_texts(wanted: Wanted, base: Config | None, folder: Path) -> dict[st
     return {
         "harness.yaml": STARTER_HARNESS.format(user=user, dm=dm),
         "projects.yaml": STARTER_PROJECTS.format(
-            project=project, channels=_csv(channels), prefixes=_csv(prefixes), repos=_csv(repos)
+            project=project,
+            channels=_csv(channels),
+            prefixes=_csv(prefixes),
+            repos=_csv(repos),
+            forge=forge or "gitlab",
         ),
     }
 
@@ -227,7 +240,7 @@ def _write_project_sops(cfg: Config, out: Written) -> None:
             out.changed.append(f"wrote {target}")
 
 
-def write_env_file(path: Path) -> Written:
+def write_env_file(path: Path, forge: str | None = None) -> Written:
     """The env file with the token names to fill in (mode 0600 from its first byte); an
     existing one is kept, with its mode tightened if others could read it."""
     out = Written()
@@ -239,9 +252,13 @@ def write_env_file(path: Path) -> Written:
         else:
             out.skipped.append(f"kept {path}")
         return out
+    tokens, urls = ENV_TOKENS, ENV_URLS
+    if forge == "github":  # the team's forge's token and address to fill in, not GitLab's
+        tokens = tuple("GITHUB_TOKEN" if n == "GITLAB_TOKEN" else n for n in tokens)
+        urls = tuple("GITHUB_URL" if n == "GITLAB_URL" else n for n in urls)
     lines = [ENV_HEADER]
-    lines += [f"{name}=\n" for name in ENV_TOKENS]
-    for name in ENV_URLS:
+    lines += [f"{name}=\n" for name in tokens]
+    for name in urls:
         value = os.environ.get(name)
         lines.append(f"{name}={value}\n" if value else f"# {name}=\n")
     lines.append(ENV_OPTIONAL)
@@ -249,7 +266,7 @@ def write_env_file(path: Path) -> Written:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write("".join(lines))
-    out.changed.append(f"wrote {path} (mode 0600): fill in {', '.join(ENV_TOKENS)}")
+    out.changed.append(f"wrote {path} (mode 0600): fill in {', '.join(tokens)}")
     return out
 
 

@@ -157,6 +157,10 @@ class LiveGitHub:
         found = None if raw is None else [s.strip() for s in str(raw).split(",") if s.strip()]
         return str(data.get("login") or ""), found
 
+    def probe(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        """One GET, for ``doctor`` trying what a fine-grained token may read."""
+        return self._get(path, params=params)
+
     def project(self, path: str) -> dict[str, Any]:
         repo = self._get(f"/repos/{path}", what=f"the repository {path}")
         clone = str(repo.get("clone_url") or "")
