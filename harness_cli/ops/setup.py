@@ -252,7 +252,8 @@ def write_env_file(path: Path, forge: str | None = None) -> Written:
         else:
             out.skipped.append(f"kept {path}")
         return out
-    tokens, urls = ENV_TOKENS, ENV_URLS
+    tokens: tuple[str, ...] = ENV_TOKENS
+    urls: tuple[str, ...] = ENV_URLS
     if forge == "github":  # the team's forge's token and address to fill in, not GitLab's
         tokens = tuple("GITHUB_TOKEN" if n == "GITLAB_TOKEN" else n for n in tokens)
         urls = tuple("GITHUB_URL" if n == "GITLAB_URL" else n for n in urls)

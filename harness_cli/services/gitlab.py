@@ -17,7 +17,10 @@ from typing import Any, TypeVar
 from harness_cli.bounded import CHUNK, Bounded
 from harness_cli.errors import ConfigError, ServiceError
 from harness_cli.redaction import redact, redact_value
-from harness_cli.services.forge import Discussion, Forge, MergeRequest, Note
+from harness_cli.services.forge import Discussion as Discussion  # re-exported: core code's
+from harness_cli.services.forge import Forge  # names from before the forge port
+from harness_cli.services.forge import MergeRequest as MergeRequest
+from harness_cli.services.forge import Note as Note
 from harness_cli.services.gitlab_guard import Bounds, guard
 
 T = TypeVar("T")
