@@ -132,17 +132,22 @@ class GitHubSide(Side):
 
 
 def use_github(
-    emu: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, config: Path | None = None
+    emu: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    config: Path | None = None,
+    token: str = GITHUB_TOKEN,
 ) -> None:
     """Point the harness at the GitHub emulator as an operator would: GITHUB_URL/TOKEN, the
     projects on ``forge: github``, and git authenticated by the global git config (the
     harness never puts a token on a git command line)."""
-    emu.control("add_token", {"token": GITHUB_TOKEN})
+    emu.control("add_token", {"token": token})
     monkeypatch.setenv("GITHUB_URL", emu.api_url)
-    monkeypatch.setenv("GITHUB_TOKEN", GITHUB_TOKEN)
+    monkeypatch.setenv("GITHUB_TOKEN", token)
     gitconfig = Path(os.environ["GIT_CONFIG_GLOBAL"])
     with gitconfig.open("a") as handle:
-        handle.write(f'[http "{emu.url}/"]\n\textraHeader = Authorization: Bearer {GITHUB_TOKEN}\n')
+        handle.write(f'[http "{emu.url}/"]\n\textraHeader = Authorization: Bearer {token}\n')
     target = config or tmp_path / "agent-config"
     if not target.exists():
         shutil.copytree(REPO / "agent-config", target)
