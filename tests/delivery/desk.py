@@ -165,6 +165,12 @@ class Desk:
         )
         return found
 
+    def mrs(self) -> list[dict[str, Any]]:
+        """Every MR (GitHub: PR) of the project, as the forge's state lists them."""
+        if self.forge == "github":
+            return [p for p in self.hub.snapshot()["pulls"] if p["repo"] == PROJECT]
+        return [m for m in self.box.gitlab.snapshot()["merge_requests"]]
+
     def discussions(self, iid: int = 1) -> list[Any]:
         from harness_cli.services import factory
 
