@@ -138,6 +138,7 @@ def use_github(
     *,
     config: Path | None = None,
     token: str = GITHUB_TOKEN,
+    projects: bool = True,
 ) -> None:
     """Point the harness at the GitHub emulator as an operator would: GITHUB_URL/TOKEN, the
     projects on ``forge: github``, and git authenticated by the global git config (the
@@ -151,7 +152,8 @@ def use_github(
     target = config or tmp_path / "agent-config"
     if not target.exists():
         shutil.copytree(REPO / "agent-config", target)
-    on_github(target)
+    if projects:
+        on_github(target)
 
 
 def on_github(config: Path) -> None:

@@ -173,6 +173,7 @@ class ForgeRouter:
         self._forge_of = forge_of
         self._home = home
         self._clients: dict[ForgeName, Forge] = {}
+        self._logins: dict[ForgeName, str] = {}
         self._tuning: dict[str, Any] = {}
 
     # -- routing --------------------------------------------------------------------------------
@@ -205,7 +206,16 @@ class ForgeRouter:
 
     # -- the port -------------------------------------------------------------------------------
     def whoami(self) -> str:
-        return self.client(self._home).whoami()
+        """The harness's account on its home forge: one name for "ours" (mr-monitor's and the
+        review run's), whatever forge a repository is on (see :meth:`discussions`)."""
+        if self._home not in self._logins:
+            self._logins[self._home] = self.client(self._home).whoami()
+        return self._logins[self._home]
+
+    def _login(self, name: ForgeName) -> str:
+        if name not in self._logins:
+            self._logins[name] = self.client(name).whoami()
+        return self._logins[name]
 
     def project(self, path: str) -> dict[str, Any]:
         return self.for_project(path).project(path)
@@ -229,7 +239,20 @@ class ForgeRouter:
         return self.for_project(project).branch_head(project, branch)
 
     def discussions(self, project: str, iid: int) -> list[Discussion]:
-        return self.for_project(project).discussions(project, iid)
+        """On the other forge than home (the reference's own repo on GitHub, the teams' on
+        GitLab), the harness's account has another login there: its notes are reported under
+        the home login, so "our note is the newest" and "not a reviewer" hold on both."""
+        name = self.name_for(project)
+        found = self.client(name).discussions(project, iid)
+        if name == self._home:
+            return found
+        there, home = self._login(name), self.whoami()
+        if there != home:
+            for discussion in found:
+                for note in discussion.notes:
+                    if note.author == there:
+                        note.author = home
+        return found
 
     def reply(self, project: str, iid: int, discussion_id: str, body: str) -> None:
         self.for_project(project).reply(project, iid, discussion_id, body)
