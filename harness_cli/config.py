@@ -126,7 +126,9 @@ class HarnessConfig(_Human):
     """The only channels the harness may post to. Default: the operator's self-DM only."""
     auto_monitor: bool = True
     """New tickets start an investigation by themselves (``oncall-toggle`` flips it)."""
-    dispatch: Literal["systemd", "local", "inline", "record", "gitlab-ci"] | None = None
+    dispatch: (
+        Literal["systemd", "local", "inline", "record", "gitlab-ci", "github-actions"] | None
+    ) = None
     """Overridden by ``HARNESS_DISPATCH``. Default: systemd if available, else local."""
     runtime: Literal["claude-code", "anthropic"] | None = None
     """Overridden by ``HARNESS_RUNTIME``. Unset: ``claude-code`` when the claude CLI is installed,
