@@ -140,6 +140,7 @@ class LiveGitHub:
         self._runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
         """Actions runs by (repo, head SHA) seen in this process's pipeline listing."""
         self._etags: dict[str, Any] | None = None
+        self._runs_complete: dict[str, bool] = {}
         self._server_now: float | None = None
         """The server's clock (its ``Date``) at the last answer."""
 
@@ -310,8 +311,11 @@ class LiveGitHub:
             f"/repos/{project}/actions/runs",
             params={"per_page": 100},
             what=f"the workflow runs of {project}",
+            etag=True,
         )
         runs = list(data.get("workflow_runs") or [])
+        # the newest 100 runs, all of them: a SHA with none here has none at all
+        self._runs_complete[project] = len(runs) < 100
         by_sha: dict[str, list[dict[str, Any]]] = {}
         for run in runs:
             by_sha.setdefault(str(run.get("head_sha") or ""), []).append(run)
@@ -524,6 +528,8 @@ class LiveGitHub:
 
     def _head_pipeline(self, project: str, sha: str) -> dict[str, Any] | None:
         runs = self._runs.get((project, sha))
+        if runs is None and self._runs_complete.get(project):
+            return None  # this process listed every run of the project: none for this SHA
         if runs is None:
             data = self._get(
                 f"/repos/{project}/actions/runs",
