@@ -93,11 +93,13 @@ def run(emu: object, root: Path) -> None:
             comment(emu, number, f"note on #{number}")
         changed += k
         time.sleep(1.1)  # cron cycles are minutes apart: the comments' second is over
-        baseline[k] = cycle(f"{k} changed, no If-None-Match (baseline)", cold=True)
+        # 50 PRs read on this shared machine may outlast one cycle's budget: those cycles run
+        # until done, their figures added up (as the next cron runs would)
+        baseline[k] = cycle(f"{k} changed, no If-None-Match (baseline)", cold=True, setup=k > 5)
         for number in range(changed - k + 1, changed + 1):  # the same change again, unseen
             comment(emu, number, f"again on #{number}")
         time.sleep(1.1)
-        results[k] = cycle(f"{k} changed, with If-None-Match")
+        results[k] = cycle(f"{k} changed, with If-None-Match", setup=k > 5)
     with files.monitored_mrs().update() as state:
         for entry in state.mrs.values():
             entry.rescan_requested = True
