@@ -1,5 +1,8 @@
 """``HARNESS_DISPATCH=gitlab-ci``: each workflow runs as a pipeline of the harness's own
-GitLab project (ARCHITECTURE.md "Scale"; issue #19 point 7).
+GitLab project (ARCHITECTURE.md "Scale"; issue #19 point 7). ``HARNESS_DISPATCH=github-actions``
+is its sibling for a team on GitHub: a ``workflow_dispatch`` of the shipped
+``cron/github-actions/harness-job.yml`` in the harness's own GitHub repository, its run followed
+the same way (a run is a "pipeline" here: ``CI_PIPELINE_ID`` is the run id).
 
 ``project.pipelines.create({"ref": …, "variables": [HARNESS_PAYLOAD, HARNESS_WORKFLOW,
 HARNESS_CASE]})`` starts the job of ``cron/gitlab-ci/harness-job.yml`` (which clones the
@@ -41,6 +44,8 @@ class Tracked(BaseModel):
     updated_at: datetime
     status_before: str = ""
     """What it still was when found stuck (``pending`` / ``running``)."""
+    backend: str = "gitlab-ci"
+    """Which CI runs it: ``gitlab-ci`` (a pipeline) or ``github-actions`` (a workflow run)."""
 
 
 class PipelinesState(BaseModel):
@@ -57,12 +62,63 @@ def state_file() -> JsonFile[PipelinesState]:
     return JsonFile(paths.state_file("pipelines.json"), PipelinesState)
 
 
-def _client() -> Any:
-    """The harness's GitLab as the factory builds it: during ``--dry-run`` its pipeline writes
-    are recorded, not made."""
+def _client(backend: str = "gitlab-ci") -> Any:
+    """The client of the CI backend as the factory builds it: during ``--dry-run`` its
+    pipeline writes are recorded, not made."""
+    from harness_cli import dryrun
     from harness_cli.services import factory
 
-    return factory.gitlab()
+    if backend != "github-actions":
+        return factory.gitlab()
+    runs = ActionsRuns()
+    return runs if dryrun.ACTIVE is None else dryrun.RecordingGitLab(runs, dryrun.ACTIVE)
+
+
+_RUN_STATUS = {"queued": "pending", "waiting": "pending", "requested": "pending",
+               "pending": "pending", "in_progress": "running"}  # fmt: skip
+_RUN_END = {"success": "success", "cancelled": "canceled", "skipped": "skipped"}
+
+
+class ActionsRuns:
+    """GitHub Actions workflow runs in the words this module keeps for GitLab pipelines
+    (``id``, ``status``, ``web_url``), so both backends share the queue, the stuck detection
+    and the release of sessions."""
+
+    def __init__(self) -> None:
+        from harness_cli.services.github import GitHubSettings, LiveGitHub
+
+        self.gh = LiveGitHub(GitHubSettings.from_env())
+        self.workflow = _settings()[0].workflow
+
+    def create_pipeline(self, project: str, ref: str, variables: dict[str, str]) -> dict[str, Any]:
+        inputs = {
+            "payload": variables["HARNESS_PAYLOAD"],
+            "workflow": variables["HARNESS_WORKFLOW"],
+            "case": variables["HARNESS_CASE"],
+        }
+        found = self.gh.dispatch_workflow(project, self.workflow, ref, inputs)
+        run_id = found.get("workflow_run_id")
+        if not run_id:
+            from harness_cli.errors import ServiceError
+
+            raise ServiceError(
+                f"GitHub started {self.workflow} on {project} but named no run",
+                hint="GitHub Enterprise before 3.19 has no return_run_details: upgrade, or use "
+                "local/systemd dispatch",
+            )
+        return {"id": int(run_id), "status": "pending", "web_url": found.get("html_url", "")}
+
+    def get_pipeline(self, project: str, pipeline_id: int) -> dict[str, Any]:
+        run = self.gh.get_run(project, pipeline_id)
+        status = str(run.get("status") or "")
+        if status == "completed":
+            mapped = _RUN_END.get(str(run.get("conclusion") or ""), "failed")
+        else:
+            mapped = _RUN_STATUS.get(status, "running")
+        return {"id": pipeline_id, "status": mapped, "web_url": run.get("html_url", "")}
+
+    def cancel_pipeline(self, project: str, pipeline_id: int) -> None:
+        self.gh.cancel_run(project, pipeline_id)
 
 
 def _settings() -> tuple[CiDispatchSettings, str]:
@@ -72,10 +128,10 @@ def _settings() -> tuple[CiDispatchSettings, str]:
     return cfg.ci_dispatch, cfg.ci_dispatch.project or cfg.improvement.self_repo
 
 
-def start(payload: Any, payload_file: Path) -> tuple[bool, str]:
+def start(payload: Any, payload_file: Path, backend: str = "gitlab-ci") -> tuple[bool, str]:
     """Start the payload's pipeline, or queue it when ``max_concurrent`` are running."""
     settings, project = _settings()
-    gl = _client()
+    gl = _client(backend)
     with state_file().update() as state:
         _refresh(gl, project, state)
         active = [t for t in state.pipelines if t.status in ACTIVE]
@@ -84,6 +140,7 @@ def start(payload: Any, payload_file: Path) -> tuple[bool, str]:
                 state.queued.append(str(payload_file))
             return False, f"queued: {len(active)} pipelines running (max_concurrent)"
         tracked = _create(gl, project, settings.ref, payload, payload_file)
+        tracked.backend = backend
         state.pipelines.append(tracked)
     return True, f"pipeline {tracked.pipeline} {tracked.web_url}".strip()
 
@@ -119,8 +176,9 @@ def _create(gl: Any, project: str, ref: str, payload: Any, payload_file: Path) -
 def _refresh(gl: Any, project: str, state: PipelinesState) -> list[Tracked]:
     """Re-read every active pipeline; returns the ones that just ended badly."""
     ended = []
+    backend = "github-actions" if isinstance(gl, ActionsRuns) else "gitlab-ci"
     for tracked in state.pipelines:
-        if tracked.status not in ACTIVE:
+        if tracked.status not in ACTIVE or tracked.backend != backend:
             continue
         status = str(gl.get_pipeline(project, tracked.pipeline).get("status") or tracked.status)
         if status != tracked.status:
@@ -131,14 +189,17 @@ def _refresh(gl: Any, project: str, state: PipelinesState) -> list[Tracked]:
 
 
 def poll(gl: Any) -> list[str]:
-    """One look at our pipelines through ``gl`` (the cycle's GitLab, a recording one in a dry
-    run): release the sessions of failed or stuck jobs, start queued payloads as slots free.
-    Returns what it did, one line each."""
+    """One look at our pipelines through ``gl`` (the cycle's forge, a recording one in a dry
+    run; GitHub Actions runs through their own client): release the sessions of failed or
+    stuck jobs, start queued payloads as slots free. Returns what it did, one line each."""
     if not state_file().path.exists():
         return []
     settings, project = _settings()
-    said: list[str] = []
     with state_file().update() as state:
+        backend = _backend(state)
+        if backend == "github-actions":
+            gl = _client(backend)
+        said: list[str] = []
         ended = _refresh(gl, project, state)
         limit = clock.now() - timedelta(minutes=settings.stuck_minutes)
         stuck: dict[int, str] = {}
@@ -164,9 +225,22 @@ def poll(gl: Any) -> list[str]:
             from harness_cli.dispatch import load_payload
 
             tracked = _create(gl, project, settings.ref, load_payload(queued), queued)
+            tracked.backend = backend
             state.pipelines.append(tracked)
             said.append(f"pipeline {tracked.pipeline} started for queued {queued.name}")
     return said
+
+
+def _backend(state: PipelinesState) -> str:
+    """The CI backend in use: the configured one when it is a CI backend, else the one the
+    tracked pipelines ran on (a machine switched to local dispatch still follows them)."""
+    from harness_cli.config import load_config
+    from harness_cli.dispatch import choose_backend
+
+    chosen = choose_backend(load_config().harness.dispatch)
+    if chosen in ("gitlab-ci", "github-actions"):
+        return chosen
+    return state.pipelines[-1].backend if state.pipelines else "gitlab-ci"
 
 
 def _cancel(gl: Any, project: str, tracked: Tracked) -> str:
@@ -178,7 +252,7 @@ def _cancel(gl: Any, project: str, tracked: Tracked) -> str:
     except HarnessError as exc:  # its session is released all the same
         event(log, "pipeline_cancel_failed", logging.WARNING, pipeline=tracked.pipeline,
               error=exc.line())  # fmt: skip
-        return f"could not be canceled ({exc.message}); cancel it in GitLab"
+        return f"could not be canceled ({exc.message}); cancel it in the CI"
     return "canceled"
 
 

@@ -11,9 +11,11 @@ class CiDispatchSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     project: str = ""
-    """The harness's own GitLab project whose CI runs the workflows ("": improvement.self_repo)."""
+    """The harness's own project whose CI runs the workflows ("": improvement.self_repo)."""
     ref: str = "main"
     max_concurrent: int = Field(4, ge=1)
     """Our pipelines running at once; more wait in pipelines.json."""
     stuck_minutes: float = Field(120.0, gt=0)
     """A pipeline still pending or running after this long is canceled and its session freed."""
+    workflow: str = "harness-job.yml"
+    """github-actions: the workflow file (in ``.github/workflows/``) that is dispatched."""

@@ -128,7 +128,9 @@ class HarnessConfig(_Human):
     """The only channels the harness may post to. Default: the operator's self-DM only."""
     auto_monitor: bool = True
     """New tickets start an investigation by themselves (``oncall-toggle`` flips it)."""
-    dispatch: Literal["systemd", "local", "inline", "record", "gitlab-ci"] | None = None
+    dispatch: (
+        Literal["systemd", "local", "inline", "record", "gitlab-ci", "github-actions"] | None
+    ) = None
     """Overridden by ``HARNESS_DISPATCH``. Default: systemd if available, else local."""
     runtime: Literal["claude-code", "anthropic"] | None = None
     """Overridden by ``HARNESS_RUNTIME``. Unset: ``claude-code`` when the claude CLI is installed,
@@ -189,7 +191,11 @@ class Project(_Human):
     slack_channels: list[str] = Field(default_factory=list)
     jira_prefixes: list[str] = Field(default_factory=list)
     repos: list[str] = Field(default_factory=list)
-    """GitLab project paths this project's fixes go to."""
+    """Repositories this project's fixes go to: GitLab project paths, or GitHub ``owner/name``
+    with ``forge: github``."""
+    forge: Literal["gitlab", "github"] = "gitlab"
+    """Where ``repos`` live (services/forge.py): GitLab (``GITLAB_URL``/``GITLAB_TOKEN``) or
+    GitHub (``GITHUB_URL``/``GITHUB_TOKEN``)."""
     required_checks: list[str] = Field(default_factory=lambda: ["python -m pytest -q"])
     """Commands the harness itself runs in the worktree before an MR may be marked ready
     (fail-closed acceptance); the agent cannot declare its own success."""

@@ -36,9 +36,11 @@ from harness_cli.state.store import atomic_create_bytes, atomic_write_text
 
 log = logging.getLogger("harness.dispatch")
 
-Backend = Literal["systemd", "local", "inline", "record", "gitlab-ci"]
+Backend = Literal["systemd", "local", "inline", "record", "gitlab-ci", "github-actions"]
 WAITING = "waiting for a free workflow slot (run-queue.json)"
-BACKENDS: tuple[Backend, ...] = ("systemd", "local", "inline", "record", "gitlab-ci")
+BACKENDS: tuple[Backend, ...] = (
+    "systemd", "local", "inline", "record", "gitlab-ci", "github-actions",
+)  # fmt: skip
 
 
 class Trigger(BaseModel):
@@ -232,10 +234,10 @@ def _start(payload: Payload, payload_file: Path, chosen: Backend) -> Dispatched:
 
         code = run([payload.workflow, "--payload", str(payload_file)])
         return Dispatched(chosen, payload_file, started=True, exit_code=code)
-    if chosen == "gitlab-ci":
+    if chosen in ("gitlab-ci", "github-actions"):
         from harness_cli import ci_dispatch
 
-        started, detail = ci_dispatch.start(payload, payload_file)
+        started, detail = ci_dispatch.start(payload, payload_file, backend=chosen)
         return Dispatched(chosen, payload_file, started=started, detail=detail)
     argv = command_line(payload.workflow, payload_file)
     if chosen == "systemd":

@@ -39,7 +39,8 @@ def run_checks(*, offline: bool = False) -> list[Check]:
     checks += [install.env_file(scheduled), *install.tokens(cfg, env, scheduled)]
     checks += ops.local_checks()
     if not offline:
-        checks += services.slack(cfg, env) + services.gitlab(cfg, env) + services.model(cfg, env)
+        checks += services.slack(cfg, env) + services.gitlab(cfg, env)
+        checks += services.github(cfg, env) + services.model(cfg, env)
         checks += services.jira(cfg, env)
         remote = ops.workspace_remote()
         checks += [remote] if remote else []

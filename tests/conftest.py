@@ -32,6 +32,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
         "SLACK_APP_TOKEN",
         "GITLAB_TOKEN",
         "GITLAB_URL",
+        "GITHUB_TOKEN",
+        "GITHUB_URL",
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_BASE_URL",
         "SLACK_API_URL",
@@ -50,6 +52,13 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     if not existed and REAL_HARNESS_HOME.exists():
         shutil.rmtree(REAL_HARNESS_HOME, ignore_errors=True)
         pytest.fail("a test wrote to the real ~/.harness")
+
+
+@pytest.fixture(params=["gitlab", "github"])
+def forge(request: pytest.FixtureRequest) -> str:
+    """Each forge in turn (tests/forges.py starts its emulator): a test asking for it runs on
+    GitLab and on GitHub."""
+    return str(request.param)
 
 
 @pytest.fixture

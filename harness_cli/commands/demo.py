@@ -32,12 +32,19 @@ def demo(
         "--runtime",
         help="claude-code or anthropic (default: claude-code when the CLI is installed).",
     ),
+    forge: str = typer.Option(
+        "gitlab", "--forge", help="Where the team's repository lives: gitlab or github."
+    ),
 ) -> None:
     """Post a ticket into the sandbox's #support and drive it through every built workflow."""
     from rich.console import Console
     from rich.markup import escape
 
+    from harness_cli.errors import InputError
     from harness_cli.sandbox.demo import StepResult, run_demo
+
+    if forge not in ("gitlab", "github"):
+        raise InputError(f"--forge {forge!r} is not a forge", hint="use gitlab or github")
 
     console = Console(stderr=OPTIONS.json, highlight=False)
 
@@ -51,7 +58,11 @@ def demo(
             status.update(f"{escape(name)}…")
 
         report = run_demo(
-            keep.absolute() if keep else None, on_step=show, runtime=runtime, on_start=starting
+            keep.absolute() if keep else None,
+            on_step=show,
+            runtime=runtime,
+            on_start=starting,
+            forge=forge,
         )
 
     s = report.summary

@@ -30,7 +30,12 @@ def init(
     project: str | None = typer.Option(None, "--project", help="First project's name [team-a]."),
     channel: list[str] = typer.Option([], "--channel", help="Support channel id (repeatable)."),
     jira_prefix: list[str] = typer.Option([], "--jira-prefix", help="Jira prefix (repeatable)."),
-    repo: list[str] = typer.Option([], "--repo", help="GitLab project path (repeatable)."),
+    repo: list[str] = typer.Option(
+        [], "--repo", help="GitLab project path or GitHub owner/name (repeatable)."
+    ),
+    forge: str | None = typer.Option(
+        None, "--forge", help="Where the project's repos live: gitlab [default] or github."
+    ),
     install_cron: bool = typer.Option(
         False, "--install-cron", help="Print the crontab of the periodic subcommands."
     ),
@@ -52,14 +57,18 @@ def init(
     ),
 ) -> None:
     """Create what a fresh machine needs; report what already exists as skipped."""
+    from harness_cli.errors import InputError
     from harness_cli.ops import setup
+    from harness_cli.services.forge import FORGES
     from harness_cli.workspace import gitsync
 
+    if forge is not None and forge not in FORGES:
+        raise InputError(f"--forge {forge!r} is not a forge", hint="use gitlab or github")
     result = Result("init")
     home = paths.home()
     config = paths.install_config_dir()
     # Refuse a contradicting config before anything else is created.
-    wanted = setup.Wanted(slack_user, self_dm, project, channel, jira_prefix, repo)
+    wanted = setup.Wanted(slack_user, self_dm, project, channel, jira_prefix, repo, forge)
     written = setup.write_config(config, wanted, force=force)
     for sub in (home, paths.logs_dir(), paths.locks_dir(), paths.payloads_dir()):
         if sub.is_dir():
@@ -69,7 +78,7 @@ def init(
             result.changed.append(f"created {sub}")
     result.changed += written.changed
     result.skipped += written.skipped
-    env = setup.write_env_file(paths.env_file())
+    env = setup.write_env_file(paths.env_file(), forge)
     result.changed += env.changed
     result.skipped += env.skipped
 

@@ -67,14 +67,16 @@ def _context() -> MonitorCtx:
     from harness_cli.delivery.monitor.act import MonitorCtx
     from harness_cli.delivery.monitor.thresholds import thresholds_from
     from harness_cli.services import factory
-    from harness_cli.services.gitlab import LiveGitLab
+    from harness_cli.services.forge import ForgeRouter
 
     cfg = load_config()
     thresholds = thresholds_from(cfg.harness)
     gitlab = factory.gitlab()
-    if isinstance(gitlab, LiveGitLab):
-        gitlab.deadline = time.monotonic() + thresholds.cycle_budget_seconds
-        gitlab.max_retries = thresholds.gitlab_max_retries
+    if isinstance(gitlab, ForgeRouter):
+        gitlab.tune(
+            deadline=time.monotonic() + thresholds.cycle_budget_seconds,
+            max_retries=thresholds.gitlab_max_retries,
+        )
     return MonitorCtx(
         cfg=cfg,
         gitlab=gitlab,
@@ -99,7 +101,7 @@ def cycle_result(report: CycleReport) -> Result:
         result.messages.append(f"cycle ended early: {report.ended_early}; cursors kept")
     result.messages.append(
         f"{report.monitored} monitored, {len(report.examined)} examined, "
-        f"{report.calls} GitLab calls"
+        f"{report.calls} forge API calls"
     )
     result.errors += report.errors
     if report.errors:

@@ -8,7 +8,7 @@ for any config that leaves the section out, the defaults below apply. The idle t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -38,6 +38,9 @@ class ImprovementThresholds(BaseModel):
     """GitLab path of the harness's own repository: "That MR targets the harness codebase and
     not the ticket's original repo". It is "configured like any project repo": a worktree
     from a mirror, the style SOP, fail-closed acceptance, mr-monitor watching its CI."""
+    self_repo_forge: Literal["gitlab", "github"] = "gitlab"
+    """Where ``self_repo`` lives: the reference keeps the harness's source "in a private GitHub
+    repo" while the teams' repos are on GitLab, so it has its own setting (services/forge.py)."""
     self_repo_checks: list[str] = Field(default_factory=lambda: ["make test"])
     """The improvement MR's own acceptance run, executed by the harness in the worktree before
     the MR may leave draft (the agent cannot declare its own success)."""

@@ -72,10 +72,15 @@ def _needs(cfg: Config | None) -> dict[str, str]:
     needs = {"SLACK_USER_TOKEN": "reads the support channels and the self-DM, posts to it"}
     if cfg is None:
         return needs
-    with_repos = [n for n, p in cfg.projects.projects.items() if p.repos]
-    if with_repos:
-        needs["GITLAB_TOKEN"] = f"opens and watches the MRs of {', '.join(with_repos)}"
+    on = {
+        forge: [n for n, p in cfg.projects.projects.items() if p.repos and p.forge == forge]
+        for forge in ("gitlab", "github")
+    }
+    if on["gitlab"]:
+        needs["GITLAB_TOKEN"] = f"opens and watches the MRs of {', '.join(on['gitlab'])}"
         needs["GITLAB_URL"] = "the GitLab instance of those repos"
+    if on["github"]:
+        needs["GITHUB_TOKEN"] = f"opens and watches the PRs of {', '.join(on['github'])}"
     if runtime(cfg)[0] == "anthropic" or not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
         needs["ANTHROPIC_API_KEY"] = "the model (the claude CLI reads it too)"
     from harness_cli.ops.doctor_checks import listener_enabled

@@ -148,9 +148,92 @@ def gitlab(cfg: Config | None, env: Environment) -> list[Check]:
         return out
     projects = cfg.dir / "projects.yaml"
     for project, spec in cfg.projects.projects.items():
-        for repo in spec.repos:
+        for repo in spec.repos if spec.forge == "gitlab" else []:
             out.append(_repo(gl, repo, who, f"fix {project}'s repos in {projects}"))
     return out
+
+
+# -- GitHub ------------------------------------------------------------------------------------
+
+GITHUB_SCOPES = {
+    "repo": "contents, pull requests, checks and statuses",
+    "workflow": "actions (a push touching .github/workflows, workflow runs)",
+}
+"""A classic token's scopes the harness needs, and what each covers."""
+GITHUB_PROBES = (
+    ("pull requests", "/repos/{repo}/pulls", {"per_page": 1}),
+    ("checks", "/repos/{repo}/commits/{branch}/check-runs", {"per_page": 1}),
+    ("actions", "/repos/{repo}/actions/runs", {"per_page": 1}),
+)
+"""What a fine-grained token (which has no scopes to read) is tried on, per repository."""
+
+
+def github(cfg: Config | None, env: Environment) -> list[Check]:
+    """The token is accepted, has the scopes (classic) or the permissions (fine-grained, by
+    trying each) the harness uses, and reaches each GitHub repository with write access."""
+    from harness_cli.services.github import GitHubSettings, LiveGitHub
+
+    token = env.get("GITHUB_TOKEN")
+    if not token:
+        return []
+    url = env.get("GITHUB_URL", "https://api.github.com")
+    client = LiveGitHub(GitHubSettings(url=url.rstrip("/"), token=token), timeout=5, max_retries=0)
+    try:
+        who, scopes = client.scopes()
+    except Exception as exc:  # noqa: BLE001 - the finding
+        fix = "GET /user refused: check GITHUB_TOKEN and GITHUB_URL (https://HOST/api/v3 on GHE)"
+        return [_failed("reach GitHub", exc, fix)]
+    out = [Check("reach GitHub", "ok", f"as {who}")]
+    if scopes is not None:
+        missing = [s for s in GITHUB_SCOPES if s not in scopes]
+        if missing:
+            what = "; ".join(f"{s} ({GITHUB_SCOPES[s]})" for s in missing)
+            fix = f"issue a token with the scopes {', '.join(GITHUB_SCOPES)}"
+            out.append(Check("GitHub token scopes", "fail", f"missing {what}", fix))
+        else:
+            out.append(Check("GitHub token scopes", "ok", ", ".join(scopes)))
+    if cfg is None:
+        return out
+    projects = cfg.dir / "projects.yaml"
+    repos = [
+        (repo, f"fix {name}'s repos in {projects}")
+        for name, spec in cfg.projects.projects.items()
+        if spec.forge == "github"
+        for repo in spec.repos
+    ]
+    own = cfg.harness.improvement
+    if own.self_repo_forge == "github":
+        repos.append((own.self_repo, f"fix improvement.self_repo in {cfg.dir / 'harness.yaml'}"))
+    for repo, fix in repos:
+        out.append(_github_repo(client, repo, who, fix, fine_grained=scopes is None))
+    return out
+
+
+def _github_repo(client: Any, repo: str, who: str, fix: str, *, fine_grained: bool) -> Check:
+    from harness_cli.errors import ServiceError
+
+    name = f"repo {repo}"
+    try:
+        found = client.project(repo)
+    except ServiceError as exc:
+        if exc.status == 404:
+            return Check(name, "fail", f"not found, or invisible to {who}", fix)
+        return Check(name, "fail", redact(exc.message)[:300], fix)
+    if found.get("archived"):
+        return Check(name, "fail", f"{repo} is archived: nothing can be pushed", fix)
+    if not (found.get("permissions") or {}).get("push", True):
+        return Check(name, "fail", f"{who} cannot push to {repo}: no branch, no PR",
+                     f"give {who} the write role on {repo}")  # fmt: skip
+    if fine_grained:
+        branch = str(found.get("default_branch") or "main")
+        for what, path, params in GITHUB_PROBES:
+            try:
+                client.probe(path.format(repo=repo, branch=branch), params=params)
+            except ServiceError as exc:
+                return Check(name, "fail", f"the token may not read {what} of {repo} "
+                             f"({redact(exc.message)[:160]})",
+                             f"give the token {what} (read and write) on {repo}")  # fmt: skip
+    return Check(name, "ok", f"{who} may push and open PRs")
 
 
 def _repo(gl: Any, repo: str, who: str, fix: str) -> Check:

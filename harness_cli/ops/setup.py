@@ -75,6 +75,8 @@ class Wanted:
     channels: list[str] = field(default_factory=list)
     jira_prefixes: list[str] = field(default_factory=list)
     repos: list[str] = field(default_factory=list)
+    forge: str | None = None
+    """``--forge``: where the first project's repos live (None: not given; gitlab)."""
 
 
 @dataclass
@@ -97,7 +99,7 @@ FLAG_FORMATS: dict[str, tuple[str, str]] = {
     ),
     "--channel": (r"[CG][A-Z0-9]{2,}", "a Slack channel id like C0123ABCD, not its #name"),
     "--jira-prefix": (r"[A-Z][A-Z0-9_]*", "a Jira project key like OPS"),
-    "--repo": (r"[\w.-]+(/[\w.-]+)+", "a GitLab project path like group/service"),
+    "--repo": (r"[\w.-]+(/[\w.-]+)+", "a repository path like group/service"),
 }
 
 
@@ -215,6 +217,10 @@ def conflicts(cfg: Config, wanted: Wanted) -> list[str]:
                 f"{projects} project {name} has {flag[2:]} [{', '.join(have)}], "
                 f"{flag} says {', '.join(extra)}"
             )
+    if wanted.forge and wanted.forge != project.forge:
+        found.append(
+            f"{projects} project {name} has forge {project.forge}, --forge says {wanted.forge}"
+        )
     return found
 
 
@@ -351,6 +357,8 @@ def _projects_data(wanted: Wanted, old: dict[str, Any] | None) -> dict[str, Any]
     ):
         if given:
             project[key] = list(given)
+    if wanted.forge:  # where repos live: gitlab (GITLAB_URL/TOKEN) or github (GITHUB_URL/TOKEN)
+        project["forge"] = wanted.forge
     return data
 
 
@@ -370,7 +378,7 @@ def _write_project_sops(cfg: Config, out: Written) -> None:
             out.changed.append(f"wrote {target}")
 
 
-def write_env_file(path: Path) -> Written:
+def write_env_file(path: Path, forge: str | None = None) -> Written:
     """The env file with the token names to fill in (mode 0600 from its first byte); an
     existing one is kept, with its mode tightened if others could read it."""
     out = Written()
@@ -382,9 +390,14 @@ def write_env_file(path: Path) -> Written:
         else:
             out.skipped.append(f"kept {path}")
         return out
+    tokens: tuple[str, ...] = ENV_TOKENS
+    urls: tuple[str, ...] = ENV_URLS
+    if forge == "github":  # the team's forge's token and address to fill in, not GitLab's
+        tokens = tuple("GITHUB_TOKEN" if n == "GITLAB_TOKEN" else n for n in tokens)
+        urls = tuple("GITHUB_URL" if n == "GITLAB_URL" else n for n in urls)
     lines = [ENV_HEADER]
-    lines += [f"{name}=\n" for name in ENV_TOKENS]
-    for name in ENV_URLS:
+    lines += [f"{name}=\n" for name in tokens]
+    for name in urls:
         value = os.environ.get(name)
         lines.append(f"{name}={value}\n" if value else f"# {name}=\n")
     lines.append(ENV_OPTIONAL)
@@ -392,7 +405,7 @@ def write_env_file(path: Path) -> Written:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write("".join(lines))
-    out.changed.append(f"wrote {path} (mode 0600): fill in {', '.join(ENV_TOKENS)}")
+    out.changed.append(f"wrote {path} (mode 0600): fill in {', '.join(tokens)}")
     return out
 
 

@@ -73,14 +73,32 @@ class DemoContext:
     root: Path
     sandbox: Sandbox
     ticket_ts: str = ""
+    forge: str = "gitlab"
+    """Where the team's repository lives (``harness demo --forge github``)."""
+    review_comments: list[int] = field(default_factory=list)
 
     @property
     def case_id(self) -> str:
         return TICKET_KEY
 
+    @property
+    def github(self) -> Any:
+        assert self.sandbox.github is not None, "the GitHub emulator was not started"
+        return self.sandbox.github
+
     def mr_iid(self) -> int | None:
+        if self.forge == "github":
+            pulls = [p for p in self.github.snapshot()["pulls"] if p["repo"] == SAMPLE_PROJECT_PATH]
+            return int(pulls[-1]["number"]) if pulls else None
         mrs = self.sandbox.gitlab.snapshot()["merge_requests"]
         return int(mrs[-1]["iid"]) if mrs else None
+
+    def pipelines(self) -> list[str]:
+        """Each pipeline's (GitHub: workflow run's) status, oldest first, in GitLab's words."""
+        if self.forge == "github":
+            runs = self.github.snapshot()["runs"]
+            return [_run_status(r) for r in runs if r["repo"] == SAMPLE_PROJECT_PATH]
+        return [p["status"] for p in self.sandbox.gitlab.snapshot()["pipelines"]]
 
     def case_opened(self) -> str:
         if not _case_status(self):
@@ -99,7 +117,7 @@ class DemoContext:
         return "" if self.mr_iid() is not None else "exited 0 but no MR was opened"
 
     def ci_green(self) -> str:
-        statuses = [p["status"] for p in self.sandbox.gitlab.snapshot()["pipelines"]]
+        statuses = self.pipelines()
         if "success" in statuses:
             return ""
         return f"the MR's CI never went green after fix_ci ({', '.join(statuses) or 'none'})"
@@ -110,8 +128,11 @@ class DemoContext:
 
     def settle(self) -> str:
         """Let the running pipelines finish, as time would."""
-        self.sandbox.gitlab.wait_for_pipelines(timeout=120)
-        statuses = [p["status"] for p in self.sandbox.gitlab.snapshot()["pipelines"]]
+        if self.forge == "github":
+            self.github.wait_for_runs(timeout=120)
+        else:
+            self.sandbox.gitlab.wait_for_pipelines(timeout=120)
+        statuses = self.pipelines()
         return f"CI: {', '.join(statuses) or 'no pipeline'}"
 
     def operator_question(self) -> str:
@@ -140,6 +161,15 @@ class DemoContext:
         iid = self.mr_iid()
         if iid is None:
             return "; no MR to review"
+        if self.forge == "github":  # a review comment on a line: a thread
+            made = self.github.control(
+                "add_review_comment",
+                {"repo": SAMPLE_PROJECT_PATH, "number": iid, "author": "alice",
+                 "path": "pricing/discount.py", "line": 1,
+                 "body": "Could the docstring say that the threshold itself counts?"},
+            )  # fmt: skip
+            self.review_comments.append(int(made["comment_id"]))
+            return "; alice commented on the PR"
         self.sandbox.gitlab.control(
             "add_note",
             {
@@ -157,6 +187,15 @@ class DemoContext:
         if iid is None:
             return "; no MR to merge"
         # alice is satisfied with the reply: she resolves her thread as she merges
+        if self.forge == "github":
+            for comment in self.review_comments:
+                self.github.control("resolve_thread", {"comment_id": comment, "author": "alice"})
+            merged = self.github.control(
+                "merge", {"repo": SAMPLE_PROJECT_PATH, "number": iid, "author": "alice"}
+            )
+            if not merged.get("ok"):
+                return f"; alice could not merge the PR: {merged.get('error')}"
+            return "; alice resolved her thread and merged the PR"
         self.sandbox.gitlab.control(
             "merge", {"project": SAMPLE_PROJECT_PATH, "iid": iid, "author": "alice", "force": True}
         )
@@ -327,6 +366,7 @@ def run_demo(
     runtime: str | None = None,
     on_start: Callable[[str], None] | None = None,
     world: bool = True,
+    forge: str = "gitlab",
 ) -> DemoReport:
     """``on_start`` hears each step's name as it begins (the terminal's spinner shows it);
     ``on_step`` gets each step's result as it ends; ``world`` starts the sandbox's MCP servers
@@ -335,8 +375,9 @@ def run_demo(
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     report = DemoReport(root)
-    with Sandbox(root / "sandbox", with_world=world) as box:
-        ctx = DemoContext(root, box)
+    on_github = forge == "github"
+    with Sandbox(root / "sandbox", with_world=world, github_enabled=on_github) as box:
+        ctx = DemoContext(root, box, forge=forge)
         (root / "remotes").mkdir(exist_ok=True)
         import subprocess
 
@@ -348,6 +389,7 @@ def run_demo(
         if box.world is not None:
             _wire_world(config, box.root / MCP_CONFIG)
             box.world.wait_ready()  # its HTTP servers listen before the investigation asks
+        forge_env = _use_github(root, box, config) if on_github else {}
         env = {
             **box.env(),
             "HARNESS_HOME": str(root / "home"),
@@ -356,6 +398,7 @@ def run_demo(
             "HARNESS_DISPATCH": "inline",
             "HARNESS_WORKTREES": str(root / "worktrees"),
             "HARNESS_RUNTIME": chosen,
+            **forge_env,
         }
         ticket = f"{SAMPLE_TICKET} ({TICKET_KEY})"
         (root / "ticket.txt").write_text(ticket + "\n", encoding="utf-8")
@@ -369,9 +412,9 @@ def run_demo(
                 if on_step:
                     on_step(result)
         report.summary = {**_summary(ctx, env), "runtime": env["HARNESS_RUNTIME"]}
+        emulators = [box.slack, box.gitlab, box.anthropic, box.pagerduty, box.jira]
         report.emulator_seconds = box.gitlab.ci_seconds() + sum(
-            e.busy_seconds()
-            for e in (box.slack, box.gitlab, box.anthropic, box.pagerduty, box.jira)
+            e.busy_seconds() for e in [*emulators, *([box.github] if box.github else [])]
         )
         box.write_state(root / "sandbox-state.json")
     report.wall_seconds = time.monotonic() - started
@@ -465,16 +508,54 @@ def _summary(ctx: DemoContext, env: dict[str, str]) -> dict[str, Any]:
     self_dm: dict[str, Any] = next(
         (c for c in state["slack"]["channels"] if c["id"] == SELF_DM), {}
     )
-    mrs = [m for m in state["gitlab"]["merge_requests"] if m["project"] == SAMPLE_PROJECT_PATH]
+    if ctx.forge == "github":
+        iid = ctx.mr_iid()
+        url = ctx.github.url
+        mr = f"{url}/{SAMPLE_PROJECT_PATH}/pull/{iid}" if iid is not None else "-"
+    else:
+        mrs = [m for m in state["gitlab"]["merge_requests"] if m["project"] == SAMPLE_PROJECT_PATH]
+        mr = mrs[-1].get("web_url", f"!{mrs[-1]['iid']}") if mrs else "-"
     return {
         "case": case.get("id", "-"),
         "status": case.get("status", "-"),
         "exit": case.get("exit") or "-",
-        "mr": mrs[-1].get("web_url", f"!{mrs[-1]['iid']}") if mrs else "-",
-        "pipelines": [p["status"] for p in state["gitlab"]["pipelines"]],
+        "forge": ctx.forge,
+        "mr": mr,
+        "pipelines": ctx.pipelines(),
         "replies": len(self_dm.get("messages", [])),
         "jira": _first_line(case_file.parent / "jira-issue.md"),
         "model_requests": state["anthropic"].get("messages", state["anthropic"]["requests"]),
         "sources": _sources(ctx),
         "tokens": state["anthropic"]["usage"],
     }
+
+
+def _run_status(run: dict[str, Any]) -> str:
+    if run["status"] != "completed":
+        return "running"
+    return {"success": "success", "failure": "failed"}.get(str(run["conclusion"]), "failed")
+
+
+def _use_github(root: Path, box: Sandbox, config: Path) -> dict[str, str]:
+    """The team's projects on ``forge: github``, and git authenticated to the emulator the way
+    an operator sets it up: in their own git config (the harness puts no token on a command
+    line). The demo's git config includes the operator's, so their identity still holds."""
+    import yaml
+
+    from harness_cli.sandbox.runner import GITHUB_SANDBOX_TOKEN
+
+    path = config / "projects.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for project in data["projects"].values():
+        project["forge"] = "github"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    gitconfig = root / "gitconfig"
+    own = os.environ.get("GIT_CONFIG_GLOBAL") or str(Path.home() / ".gitconfig")
+    assert box.github is not None
+    gitconfig.write_text(
+        f"[include]\n\tpath = {own}\n"
+        f'[http "{box.github.url}/"]\n'
+        f"\textraHeader = Authorization: Bearer {GITHUB_SANDBOX_TOKEN}\n",
+        encoding="utf-8",
+    )
+    return {"GIT_CONFIG_GLOBAL": str(gitconfig)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from harness_cli.config import Config
 from harness_cli.ops.outbound import Outbound
+from harness_cli.services.forge import Forge, ForgeRouter
 from harness_cli.services.gitlab import GitLab
 from harness_cli.services.jira import Jira
 from harness_cli.services.slack import LiveSlack, Slack, SlackSettings
@@ -45,13 +46,47 @@ def lazy_slack() -> Slack:
 
 
 def gitlab() -> GitLab:
-    """GitLab as the harness's account (``GITLAB_URL``, ``GITLAB_TOKEN``)."""
+    """The forge port (services/forge.py) as the harness's account: each repository's calls go
+    to its forge, GitLab (``GITLAB_URL``, ``GITLAB_TOKEN``) or GitHub (``GITHUB_URL``,
+    ``GITHUB_TOKEN``); during ``--dry-run`` its writes are recorded instead of sent. The name
+    is the one core code knew before GitHub was a forge."""
     from harness_cli import dryrun
+
+    client = forge_router()
+    plan = dryrun.ACTIVE
+    return client if plan is None else dryrun.RecordingGitLab(client, plan)  # type: ignore[return-value]
+
+
+forge = gitlab
+
+
+def forge_router(cfg: Config | None = None) -> ForgeRouter:
+    from harness_cli.errors import ConfigError
+    from harness_cli.services.forge import forge_map, home_forge
+
+    if cfg is None:
+        try:
+            from harness_cli.config import load_config
+
+            cfg = load_config()
+        except ConfigError:
+            cfg = None  # no config at all (a bare client in a test, `doctor` before init): GitLab
+    routes = forge_map(cfg) if cfg is not None else {}
+    home = home_forge(cfg) if cfg is not None else "gitlab"
+    return ForgeRouter({"gitlab": live_gitlab, "github": live_github}, routes, home=home)
+
+
+def live_gitlab() -> Forge:
     from harness_cli.services.gitlab import GitLabSettings, LiveGitLab
 
-    client = LiveGitLab(GitLabSettings.from_env())
-    plan = dryrun.ACTIVE
-    return client if plan is None else dryrun.RecordingGitLab(client, plan)
+    return LiveGitLab(GitLabSettings.from_env())
+
+
+def live_github() -> Forge:
+    # PyGithub is loaded only here: `harness --help` never pays for it.
+    from harness_cli.services.github import GitHubSettings, LiveGitHub
+
+    return LiveGitHub(GitHubSettings.from_env())
 
 
 def jira() -> Jira | None:

@@ -11,12 +11,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from harness_cli.bounded import CHUNK, Bounded
 from harness_cli.errors import ConfigError, ServiceError
 from harness_cli.redaction import redact, redact_value
+from harness_cli.services.forge import Discussion as Discussion  # re-exported: core code's
+from harness_cli.services.forge import Forge  # names from before the forge port
+from harness_cli.services.forge import MergeRequest as MergeRequest
+from harness_cli.services.forge import Note as Note
 from harness_cli.services.gitlab_guard import Bounds, guard
 
 T = TypeVar("T")
@@ -40,102 +44,8 @@ def outgoing(text: str) -> str:
     return QUICK_ACTION.sub(DEFUSED, redact(text))
 
 
-@dataclass
-class MergeRequest:
-    project: str
-    iid: int
-    state: str
-    source_branch: str
-    target_branch: str
-    title: str
-    description: str
-    web_url: str
-    sha: str = ""
-    draft: bool = False
-    updated_at: str = ""
-    detailed_merge_status: str = ""
-    head_pipeline: dict[str, Any] | None = None
-    has_conflicts: bool = False
-    """GitLab's own word that the source does not merge cleanly into the target."""
-    author: str = ""
-    """Username of who opened the MR."""
-    adopted: bool = False
-    """True when create() found an open MR for the branch (the 409) and returned it."""
-
-    @property
-    def key(self) -> str:
-        return f"{self.project}!{self.iid}"
-
-
-@dataclass
-class Note:
-    id: int
-    author: str
-    body: str
-    system: bool
-    created_at: str
-    resolvable: bool = False
-    resolved: bool = False
-
-
-@dataclass
-class Discussion:
-    id: str
-    notes: list[Note] = field(default_factory=list)
-
-    @property
-    def resolved(self) -> bool:
-        resolvable = [n for n in self.notes if n.resolvable]
-        return bool(resolvable) and all(n.resolved for n in resolvable)
-
-
-class GitLab(Protocol):
-    calls: int
-
-    def whoami(self) -> str: ...
-
-    def project(self, path: str) -> dict[str, Any]: ...
-
-    def create_mr(
-        self,
-        project: str,
-        *,
-        source_branch: str,
-        target_branch: str,
-        title: str,
-        description: str,
-        draft: bool = False,
-    ) -> MergeRequest: ...
-
-    def get_mr(self, project: str, iid: int) -> MergeRequest: ...
-
-    def update_mr(self, project: str, iid: int, **fields: Any) -> MergeRequest: ...
-
-    def list_mrs(
-        self,
-        project: str,
-        *,
-        updated_after: str | None = None,
-        state: str = "all",
-        target_branch: str | None = None,
-        recheck: bool = False,
-    ) -> list[MergeRequest]: ...
-
-    def pipelines(self, project: str, *, updated_after: str) -> list[dict[str, Any]]: ...
-
-    def branch_head(self, project: str, branch: str) -> str: ...
-
-    def discussions(self, project: str, iid: int) -> list[Discussion]: ...
-
-    def reply(self, project: str, iid: int, discussion_id: str, body: str) -> None: ...
-
-    def note(self, project: str, iid: int, body: str) -> None: ...
-
-    def resolve(self, project: str, iid: int, discussion_id: str) -> None: ...
-
-    def pipeline_jobs(self, project: str, pipeline_id: int) -> list[dict[str, Any]]: ...
-
-    def job_trace(self, project: str, job_id: int) -> str: ...
+GitLab = Forge
+"""The name core code knew the port by before GitHub was a forge (services/forge.py)."""
 
 
 @dataclass

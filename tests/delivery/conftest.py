@@ -14,10 +14,11 @@ import pytest
 from harness_cli.delivery import worktrees
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
-from harness_cli.sandbox.runner import Sandbox
+from harness_cli.sandbox.runner import GITHUB_SANDBOX_TOKEN, Sandbox
 from harness_cli.services.git import Git
 from tests.conftest import REPO
 from tests.delivery.desk import Desk
+from tests.forges import use_github
 
 PROJECT = "acme/shop"
 APP = "greeting = hello\ncolour = blue\n"
@@ -118,15 +119,18 @@ def model(
 
 
 @pytest.fixture
-def desk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> Iterator[Desk]:
+def desk(forge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any) -> Iterator[Desk]:
     """The operator's desk on a fresh sandbox: the example config, `harness init` done, the
-    harness's own loop against the delivery_adversarial script."""
-    with Sandbox(tmp_path / "sb") as box:
+    harness's own loop against the delivery_adversarial script; the team's repository on
+    ``forge`` (GitLab and GitHub, by the parameter)."""
+    with Sandbox(tmp_path / "sb", github_enabled=forge == "github") as box:
         for key, value in box.env().items():
             monkeypatch.setenv(key, value)
         monkeypatch.setenv("HARNESS_RUNTIME", "anthropic")
         shutil.copytree(REPO / "agent-config", tmp_path / "agent-config")
         shutil.copytree(REPO / "sops", tmp_path / "sops")
+        if forge == "github":
+            use_github(box.github, tmp_path, monkeypatch, token=GITHUB_SANDBOX_TOKEN)
         box.anthropic.load_script("delivery_adversarial")
         assert cli("init")[0] == 0
-        yield Desk(box, cli, tmp_path / "harness-home")
+        yield Desk(box, cli, tmp_path / "harness-home", forge=forge)

@@ -35,6 +35,14 @@ class Desk:
     """$HARNESS_HOME"""
     ran: list[str] = field(default_factory=list)
     """Payload files already run."""
+    forge: str = "gitlab"
+    """Where the team's repository lives (the ``forge`` parameter)."""
+    comments: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def hub(self) -> Any:
+        assert self.box.github is not None
+        return self.box.github
 
     # -- cases ----------------------------------------------------------------------------------
     def approved_case(self, case_id: str, *, thread: bool = True) -> Path:
@@ -81,8 +89,14 @@ class Desk:
     def task(self, case_id: str, *, expect: int | None = 0) -> dict[str, Any]:
         return self.harness("dev-agent", case_id, "--mode", "task", "--auto", expect=expect)
 
+    def wait_ci(self, timeout: float = 120) -> None:
+        if self.forge == "github":
+            self.hub.wait_for_runs(timeout=timeout)
+        else:
+            self.box.gitlab.wait_for_pipelines(timeout=timeout)
+
     def cycle(self) -> dict[str, Any]:
-        self.box.gitlab.wait_for_pipelines(timeout=120)
+        self.wait_ci()
         data: dict[str, Any] = self.harness("mr-monitor", expect=None)["data"]
         return data
 
@@ -103,31 +117,93 @@ class Desk:
         return results
 
     # -- the outside world ----------------------------------------------------------------------
-    def force_ci(self, status: str, times: int = 1) -> None:
+    def force_ci(self, status: str, times: int = 1, project: str = PROJECT) -> None:
         for _ in range(times):
-            self.box.gitlab.control("set_pipeline_result", {"project": PROJECT, "status": status})
+            if self.forge == "github":
+                conclusion = {"failed": "failure"}.get(status, status)
+                self.hub.control("set_ci_result", {"repo": project, "conclusion": conclusion})
+            else:
+                self.box.gitlab.control(
+                    "set_pipeline_result", {"project": project, "status": status}
+                )
+
+    def commit(self, branch: str, files: dict[str, str], message: str) -> None:
+        """A teammate's push straight to ``branch``."""
+        if self.forge == "github":
+            args = {"repo": PROJECT, "branch": branch, "files": files, "message": message}
+            self.hub.control("commit", args)
+        else:
+            args = {"project": PROJECT, "branch": branch, "files": files, "message": message}
+            self.box.gitlab.control("commit", args)
 
     def note(
         self, iid: int, body: str, *, author: str = "alice", reply_to: str | None = None
     ) -> str:
+        """A reviewer's comment on the MR (GitHub: a review thread on a line); its discussion
+        id, what the harness answers."""
+        if self.forge == "github":
+            args_: dict[str, Any] = {"repo": PROJECT, "number": iid, "body": body,
+                                     "author": author, "path": "pricing/discount.py",
+                                     "line": 1}  # fmt: skip
+            if reply_to:
+                args_["reply_to"] = int(reply_to)
+            made = self.hub.control("add_review_comment", args_)
+            return reply_to or str(made["comment_id"])
         args: dict[str, Any] = {"project": PROJECT, "iid": iid, "author": author, "body": body}
         if reply_to:
             args["reply_to"] = reply_to
         return str(self.box.gitlab.control("add_note", args)["discussion_id"])
 
     def mr(self, iid: int = 1) -> dict[str, Any]:
+        """The MR as GitLab's snapshot shows it; on GitHub the PR in the same words (``Draft:``
+        before a draft's title, its comments as notes, its mergeability read through the
+        harness's own client, as mr-monitor reads it)."""
+        if self.forge == "github":
+            return self._pull(iid)
         found: dict[str, Any] = next(
             m for m in self.box.gitlab.snapshot()["merge_requests"] if m["iid"] == iid
         )
         return found
+
+    def mrs(self) -> list[dict[str, Any]]:
+        """Every MR (GitHub: PR) of the project, as the forge's state lists them."""
+        if self.forge == "github":
+            return [p for p in self.hub.snapshot()["pulls"] if p["repo"] == PROJECT]
+        return [m for m in self.box.gitlab.snapshot()["merge_requests"]]
 
     def discussions(self, iid: int = 1) -> list[Any]:
         from harness_cli.services import factory
 
         return factory.gitlab().discussions(PROJECT, iid)
 
-    def bare(self) -> Path:
-        return Path(self.box.gitlab.snapshot()["projects"][0]["bare_repo"])
+    def bare(self, project: str = PROJECT) -> Path:
+        if self.forge == "github":
+            repos = self.hub.snapshot()["repos"]
+            return Path(next(r["bare_repo"] for r in repos if r["full_name"] == project))
+        projects = self.box.gitlab.snapshot()["projects"]
+        return Path(next(p["bare_repo"] for p in projects if p["path"] == project))
+
+    def _pull(self, iid: int) -> dict[str, Any]:
+        from harness_cli.services import factory
+
+        pr = next(p for p in self.hub.snapshot()["pulls"] if p["number"] == iid)
+        notes = [{**c, "system": False} for c in pr["issue_comments"]]
+        for thread in pr["threads"]:
+            notes += [{**c, "system": False} for c in thread["comments"]]
+        read = factory.gitlab().get_mr(PROJECT, iid)
+        for _ in range(5):  # GitHub computes mergeability after a push: read again, as a human
+            if read.detailed_merge_status != "checking":
+                break
+            read = factory.gitlab().get_mr(PROJECT, iid)
+        return {
+            "iid": iid,
+            "title": ("Draft: " if pr["draft"] else "") + pr["title"],
+            "description": pr["body"] or "",
+            "sha": pr["head_sha"],
+            "state": pr["state"],
+            "notes": notes,
+            "detailed_merge_status": read.detailed_merge_status,
+        }
 
     def harness_posts(self, since: int = 0) -> list[dict[str, Any]]:
         """What the harness posted to the self-DM (its posts carry the harness's metadata)."""

@@ -182,10 +182,9 @@ def test_a_conflict_with_main_is_seen_next_cycle_and_resolved_onto_main(desk: De
     desk.cycle()
     original = sample_project_files()[path]
     commented = buggy.rstrip("\n") + "  # the README's rule\n"
-    desk.box.gitlab.control("commit", {  # a teammate comments the very line the fix changes
-        "project": PROJECT, "branch": "main", "message": "Say where the discount rule is from",
-        "files": {path: original.replace(buggy, commented)},
-    })  # fmt: skip
+    desk.commit(  # a teammate comments the very line the fix changes
+        "main", {path: original.replace(buggy, commented)}, "Say where the discount rule is from"
+    )
     resolved = original.replace(buggy, fixed.rstrip("\n") + "  # the README's rule\n")
     desk.box.anthropic.load_script("delivery_adversarial", {"resolved": resolved})
     main = git(desk.bare(), "rev-parse", "main")
@@ -198,12 +197,13 @@ def test_a_conflict_with_main_is_seen_next_cycle_and_resolved_onto_main(desk: De
     tip = git(desk.bare(), "rev-parse", "harness/CONF-1")
     assert git(desk.bare(), "merge-base", "--is-ancestor", main, tip) == ""  # onto main
     assert git(desk.bare(), "show", f"{tip}:{path}") == resolved.rstrip("\n")
-    desk.box.gitlab.wait_for_pipelines(timeout=60)
+    desk.wait_ci(timeout=60)
     assert desk.mr(1)["detailed_merge_status"] == "mergeable"
     assert "The harness ran the required checks itself on" in desk.mr(1)["description"]
     assert tip[:12] in desk.mr(1)["description"]  # the proof is for the rebased head
     [message] = _texts(desk.harness_posts(before))  # one message: what happened, the link
-    assert "CONF-1" in message and "onto origin/main" in message and "merge_requests/1" in message
+    assert "CONF-1" in message and "onto origin/main" in message
+    assert ("pull/1" if desk.forge == "github" else "merge_requests/1") in message
     assert desk.cycle()["dispatched"] == []
     # (a healer whose plan rates itself 40 touches nothing and escalates: test_push_recovery,
     # and on conflicts with main, bench_delivery_truth.py)

@@ -1,7 +1,7 @@
-"""L3: submitting the MR through python-gitlab against the GitLab emulator, from a real clone of
-the sample project: style rejection sends nothing, Draft until acceptance passes on the head,
-a second submission adopts the open MR (409), and the MR is registered for mr-monitor and on
-the case."""
+"""L3: submitting the MR through python-gitlab / PyGithub against the GitLab / GitHub emulator
+(the ``forge`` parameter), from a real clone of the sample project: style rejection sends
+nothing, Draft until acceptance passes on the head, a second submission adopts the open MR
+(GitLab's 409, GitHub's 422), and the MR is registered for mr-monitor and on the case."""
 
 from __future__ import annotations
 
@@ -17,15 +17,11 @@ from harness_cli.config import Thresholds
 from harness_cli.delivery.acceptance import AcceptanceRecord, run_acceptance
 from harness_cli.delivery.mr import StyleRejected, compose_prompt_section, submit_mr
 from harness_cli.delivery.reply_gate import WireEvidence, reply_gate
-from harness_cli.sandbox.gitlab_api import GitLabEmulator
-from harness_cli.sandbox.scenarios.sample_repo import (
-    SAMPLE_BUG_FIX,
-    SAMPLE_PROJECT_PATH,
-    seed_sample_project,
-)
+from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_BUG_FIX, SAMPLE_PROJECT_PATH
 from harness_cli.services import factory
 from harness_cli.services.gitlab import GitLab
 from harness_cli.workspace import registry
+from tests.forges import Side, start
 
 REPO = Path(__file__).resolve().parents[2]
 BRANCH = "fix/bulk-discount"
@@ -56,25 +52,17 @@ def git(cwd: Path, *args: str) -> str:
 
 
 @pytest.fixture
-def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabEmulator]:
-    emulator = GitLabEmulator(tmp_path / "gitlab", ci_timeout=60, watch_interval=0.2)
-    emulator.start()
-    try:
-        seed_sample_project(emulator)
+def emu(forge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Side]:
+    """The sample project on ``forge`` (both, by the ``forge`` parameter)."""
+    for side in start(forge, tmp_path, monkeypatch):
         # Pipelines on the MR are not what these tests are about; skip running pytest in CI.
         for _ in range(4):
-            emulator.control(
-                "set_pipeline_result", {"project": SAMPLE_PROJECT_PATH, "status": "success"}
-            )
-        monkeypatch.setenv("GITLAB_URL", emulator.url)
-        monkeypatch.setenv("GITLAB_TOKEN", "glpat-harness-bot")
-        yield emulator
-    finally:
-        emulator.stop()
+            side.force_ci("success")
+        yield side
 
 
 @pytest.fixture
-def gitlab(emu: GitLabEmulator) -> GitLab:
+def gitlab(emu: Side) -> GitLab:
     return factory.gitlab()
 
 
@@ -119,9 +107,8 @@ def submit(gitlab: GitLab, clone: Path, case_dir: Path, **overrides: Any) -> Any
     return submit_mr(gitlab, **args)
 
 
-def mrs(emu: GitLabEmulator) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = emu.snapshot()["merge_requests"]
-    return found
+def mrs(emu: Side) -> list[dict[str, Any]]:
+    return emu.mrs()
 
 
 def monitored(tmp_path: Path) -> dict[str, Any]:
@@ -130,21 +117,21 @@ def monitored(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_a_bold_tag_is_rejected_and_nothing_is_sent(
-    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
+    emu: Side, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
 ) -> None:
     bad = "**Root cause:** the comparison was off by one.\n\n" + DESCRIPTION
     with pytest.raises(StyleRejected) as err:
         submit(gitlab, clone, case_dir, description=bad)
     assert [v.code for v in err.value.violations] == ["S3"]
     assert "S3 (description line 1)" in err.value.feedback()
-    assert emu.recorded("/merge_requests", method="POST") == []
+    assert emu.creates() == 0
     assert mrs(emu) == []
     assert monitored(tmp_path) == {}
     assert registry.load_case(CASE).mrs == []
 
 
 def test_a_bad_commit_message_is_rejected_too(
-    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path
+    emu: Side, gitlab: GitLab, clone: Path, case_dir: Path
 ) -> None:
     messages = [*COMMITS, "Fixed the tests.\n\nCo-Authored-By: Claude <noreply@anthropic.com>"]
     with pytest.raises(StyleRejected) as err:
@@ -154,11 +141,11 @@ def test_a_bad_commit_message_is_rejected_too(
         ("S9", "commit 2"),
         ("S10", "commit 2"),
     }
-    assert emu.recorded("/merge_requests", method="POST") == []
+    assert emu.creates() == 0
 
 
 def test_passing_record_for_head_opens_a_ready_mr_and_registers_it(
-    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
+    emu: Side, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
 ) -> None:
     record = run_acceptance(clone, ["python -m pytest -q"], case_dir)
     assert record.passed, record.reason
@@ -189,7 +176,7 @@ def test_passing_record_for_head_opens_a_ready_mr_and_registers_it(
 
 
 def test_without_a_record_the_mr_is_a_draft(
-    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path
+    emu: Side, gitlab: GitLab, clone: Path, case_dir: Path
 ) -> None:
     result = submit(gitlab, clone, case_dir)
     assert not result.ready
@@ -199,7 +186,7 @@ def test_without_a_record_the_mr_is_a_draft(
 
 
 def test_an_adopted_mr_keeps_its_human_title_and_description(
-    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
+    emu: Side, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
 ) -> None:
     from harness_cli.state import files
     from harness_cli.state.models import MonitoredMr
@@ -221,7 +208,7 @@ def test_an_adopted_mr_keeps_its_human_title_and_description(
         "Bulk discount at ten (Alice's MR)",
         "Alice wrote this.",
     )
-    [note] = [n for n in mr["notes"] if not n["system"]]
+    [note] = mr["notes"]
     assert note["author"] == "harness-bot" and "5 passed" in note["body"]
 
 
@@ -248,7 +235,7 @@ def fake_record(head: str, *, passed: bool = True, dirty: list[str] | None = Non
     ],
 )
 def test_a_record_that_is_not_a_pass_for_exactly_head_keeps_it_draft(
-    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path, record: Any
+    emu: Side, gitlab: GitLab, clone: Path, case_dir: Path, record: Any
 ) -> None:
     result = submit(gitlab, clone, case_dir, acceptance=record(git(clone, "rev-parse", "HEAD")))
     assert not result.ready
@@ -256,7 +243,7 @@ def test_a_record_that_is_not_a_pass_for_exactly_head_keeps_it_draft(
 
 
 def test_second_submit_adopts_the_open_mr_and_marks_it_ready_after_acceptance(
-    emu: GitLabEmulator, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
+    emu: Side, gitlab: GitLab, clone: Path, case_dir: Path, tmp_path: Path
 ) -> None:
     first = submit(gitlab, clone, case_dir)
     assert not first.ready

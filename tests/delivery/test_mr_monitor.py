@@ -29,6 +29,7 @@ from harness_cli.sandbox.scenarios.sample_repo import (
 from harness_cli.services.gitlab import Discussion, Note
 from harness_cli.state.models import MonitoredMr
 from tests.conftest import payloads
+from tests.forges import GITHUB_TOKEN, seed_github, use_github
 
 PATH = SAMPLE_PROJECT_PATH
 CASE = "AAA-1"
@@ -43,13 +44,57 @@ class World:
     """The sandbox as one team sees it: GitLab with the sample project, the operator's
     self-DM, a clone to push from, and `harness` run in-process."""
 
-    def __init__(self, emu: GitLabEmulator, cli: Any, slack: Any, tmp_path: Path) -> None:
+    forge = "gitlab"
+
+    def __init__(self, emu: Any, cli: Any, slack: Any, tmp_path: Path) -> None:
         self.emu, self.cli, self.slack, self.tmp = emu, cli, slack, tmp_path
-        self.gl = gitlab.Gitlab(emu.url, private_token="glpat-harness-bot")
-        self.project = self.gl.projects.get(PATH)
+        self.connect()
         self.clone = tmp_path / "clone"
-        git(tmp_path, "clone", "-q", self.project.http_url_to_repo, str(self.clone))
+        git(tmp_path, "clone", "-q", self.clone_url, str(self.clone))
         self.counter = 0
+
+    # -- what differs between the forges ------------------------------------------------------
+    def connect(self) -> None:
+        self.gl = gitlab.Gitlab(self.emu.url, private_token="glpat-harness-bot")
+        self.project = self.gl.projects.get(PATH)
+        self.clone_url = str(self.project.http_url_to_repo)
+
+    def create_mr(self, branch: str) -> int:
+        """An MR for ``branch`` as the harness's account."""
+        mr = self.project.mergerequests.create(
+            {"source_branch": branch, "target_branch": "main", "title": f"Work on {branch}"}
+        )
+        return int(mr.iid)
+
+    def wait_ci(self) -> None:
+        self.emu.wait_for_pipelines(90)
+
+    def head_pipeline(self, iid: int) -> int:
+        return int(self.project.mergerequests.get(iid).head_pipeline["id"])
+
+    def finish_pipeline(self, pipeline_id: int, status: str) -> None:
+        self.emu.control(
+            "set_pipeline_result", {"project": PATH, "status": status, "pipeline_id": pipeline_id}
+        )
+
+    def merge(self, iid: int) -> bool:
+        return bool(self.emu.control("merge", {"project": PATH, "iid": iid})["ok"])
+
+    def close(self, iid: int) -> None:
+        self.emu.control("close", {"project": PATH, "iid": iid})
+
+    def commit(self, branch: str, files: dict[str, str], message: str) -> None:
+        """A teammate's push straight to ``branch``."""
+        self.emu.control(
+            "commit", {"project": PATH, "branch": branch, "files": files, "message": message}
+        )
+
+    def bot_notes(self, iid: int) -> list[str]:
+        """Bodies of the notes the harness's account wrote on the MR."""
+        mr = self.project.mergerequests.get(iid)
+        return [
+            n.body for n in mr.notes.list(get_all=True) if n.author["username"] == "harness-bot"
+        ]
 
     # -- cases and MRs ------------------------------------------------------------------------
     def case(self, case_id: str = CASE, *, project: str = "team-a") -> str:
@@ -77,13 +122,11 @@ class World:
         git(self.clone, "checkout", "-q", "-B", branch, "origin/main")
         self._change(fix=fix)
         git(self.clone, "push", "-q", "origin", f"HEAD:{branch}")
-        mr = self.project.mergerequests.create(
-            {"source_branch": branch, "target_branch": "main", "title": f"Work on {branch}"}
-        )
-        self.emu.wait_for_pipelines(90)
-        code, out, err = self.cli("mr-monitor", "--watch", f"{PATH}!{mr.iid}", "--case", case)
+        iid = self.create_mr(branch)
+        self.wait_ci()
+        code, out, err = self.cli("mr-monitor", "--watch", f"{PATH}!{iid}", "--case", case)
         assert code == 0, out + err
-        return int(mr.iid)
+        return iid
 
     def push(self, branch: str, *, result: str | None = "failed", fix: bool = False) -> str:
         """The dev-agent's (or a human's) next commit on the MR's branch."""
@@ -92,7 +135,7 @@ class World:
         git(self.clone, "checkout", "-q", branch)
         self._change(fix=fix)
         git(self.clone, "push", "-q", "origin", f"HEAD:{branch}")
-        self.emu.wait_for_pipelines(90)
+        self.wait_ci()
         return git(self.clone, "rev-parse", "HEAD")
 
     def _change(self, *, fix: bool) -> None:
@@ -142,24 +185,109 @@ class World:
         return [str(m["text"]) for m in self.slack.messages("D0SELF")]
 
 
+class GitHubWorld(World):
+    """The same team on GitHub: the PR opened through PyGithub as the harness's account, a
+    reviewer's comment a review thread on a line, CI an Actions workflow run."""
+
+    forge = "github"
+
+    def connect(self) -> None:
+        import github
+
+        self.gh = github.Github(
+            base_url=self.emu.api_url, auth=github.Auth.Token(GITHUB_TOKEN), lazy=True
+        )
+        self.repo = self.gh.get_repo(PATH)
+        self.clone_url = str(self.repo.clone_url)
+
+    def create_mr(self, branch: str) -> int:
+        return int(
+            self.repo.create_pull(base="main", head=branch, title=f"Work on {branch}").number
+        )
+
+    def force(self, status: str, project: str = PATH) -> None:
+        conclusion = {"failed": "failure", "running": "in_progress"}.get(status, status)
+        self.emu.control("set_ci_result", {"repo": project, "conclusion": conclusion})
+
+    def wait_ci(self) -> None:
+        self.emu.wait_for_runs(90)
+
+    def head_pipeline(self, iid: int) -> int:
+        sha = self.repo.get_pull(iid).head.sha
+        return max(int(r.id) for r in self.repo.get_workflow_runs(head_sha=sha))
+
+    def finish_pipeline(self, pipeline_id: int, status: str) -> None:
+        conclusion = {"failed": "failure"}.get(status, status)
+        self.emu.control(
+            "set_ci_result", {"repo": PATH, "conclusion": conclusion, "run_id": pipeline_id}
+        )
+
+    def merge(self, iid: int) -> bool:
+        return bool(self.emu.control("merge", {"repo": PATH, "number": iid})["ok"])
+
+    def close(self, iid: int) -> None:
+        self.emu.control("close", {"repo": PATH, "number": iid})
+
+    def commit(self, branch: str, files: dict[str, str], message: str) -> None:
+        self.emu.control(
+            "commit", {"repo": PATH, "branch": branch, "files": files, "message": message}
+        )
+
+    def note(
+        self, iid: int, body: str, *, author: str = "alice", reply_to: str | None = None
+    ) -> str:
+        """A review thread on a line (or a reply in one): its discussion id is the id of the
+        thread's first comment, what the harness replies to."""
+        args: dict[str, Any] = {"repo": PATH, "number": iid, "body": body, "author": author,
+                                "path": "pricing/discount.py", "line": 1}  # fmt: skip
+        if reply_to:
+            args["reply_to"] = int(reply_to)
+        made = self.emu.control("add_review_comment", args)
+        return reply_to or str(made["comment_id"])
+
+    def bot_notes(self, iid: int) -> list[str]:
+        pr = self.repo.get_pull(iid)
+        return [c.body for c in pr.get_issue_comments() if c.user.login == "harness-bot"]
+
+
 @pytest.fixture
-def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabEmulator]:
-    emulator = GitLabEmulator(tmp_path / "gitlab", ci_timeout=90, watch_interval=0.1)
-    emulator.start()
+def emu(
+    forge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_dir: Path
+) -> Iterator[Any]:
+    """The sample project on ``forge``: every test here runs on GitLab and on GitHub unless
+    it says why not (``GITLAB_ONLY``)."""
+    if forge == "gitlab":
+        emulator = GitLabEmulator(tmp_path / "gitlab", ci_timeout=90, watch_interval=0.1)
+        emulator.start()
+        try:
+            seed_sample_project(emulator)
+            monkeypatch.setenv("GITLAB_URL", emulator.url)
+            monkeypatch.setenv("GITLAB_TOKEN", "glpat-harness-bot")
+            yield emulator
+        finally:
+            emulator.stop()
+        return
+    from harness_cli.sandbox.github_api import GitHubEmulator
+
+    hub = GitHubEmulator(tmp_path / "github", ci_timeout=90)
+    hub.start()
     try:
-        seed_sample_project(emulator)
-        monkeypatch.setenv("GITLAB_URL", emulator.url)
-        monkeypatch.setenv("GITLAB_TOKEN", "glpat-harness-bot")
-        yield emulator
+        seed_github(hub)
+        use_github(hub, tmp_path, monkeypatch, config=config_dir)
+        yield hub
     finally:
-        emulator.stop()
+        hub.stop()
 
 
 @pytest.fixture
-def world(emu: GitLabEmulator, cli, slack_emu, harness_ready: Path, tmp_path: Path) -> World:  # type: ignore[no-untyped-def]
-    w = World(emu, cli, slack_emu, tmp_path)
+def world(forge: str, emu: Any, cli, slack_emu, harness_ready: Path, tmp_path: Path) -> World:  # type: ignore[no-untyped-def]
+    w = (GitHubWorld if forge == "github" else World)(emu, cli, slack_emu, tmp_path)
     w.case()
     return w
+
+
+GITLAB_ONLY = pytest.mark.parametrize("forge", ["gitlab"])
+"""For a test of python-gitlab's own behaviour or the GitLab emulator's controls."""
 
 
 def _trace_text(payload: dict[str, Any]) -> str:
@@ -350,9 +478,8 @@ def test_a_reviewer_who_comments_twenty_times_gets_the_budget_and_one_notice(
     world.cycle()
     rounds = world.dispatched("address_review")
     assert len(rounds) == 4  # monitor.review_round_ceiling
-    mr = world.project.mergerequests.get(iid)
-    notices = [n for n in mr.notes.list(get_all=True) if "review rounds" in n.body]
-    assert len(notices) == 1 and notices[0].author["username"] == "harness-bot"
+    notices = [body for body in world.bot_notes(iid) if "review rounds" in body]
+    assert len(notices) == 1
     dms = [t for t in world.dms() if "review round budget is spent" in t]
     assert len(dms) == 1 and f"admin: mr rescan {key}" in dms[0]
     assert world.entry(iid)["held"] is True  # type: ignore[index]
@@ -408,6 +535,7 @@ def test_work_held_by_the_global_pause_is_done_once_after_resume(world: World) -
 
 
 # -- rate limits ---------------------------------------------------------------------------------
+@GITLAB_ONLY
 def test_429_storm_mid_cycle_loses_nothing_and_duplicates_nothing(world: World) -> None:
     from harness_cli.sandbox.httpbase import Fault
 
@@ -444,6 +572,7 @@ def test_429_storm_mid_cycle_loses_nothing_and_duplicates_nothing(world: World) 
     assert sorted(p["args"]["mr"] for p in reviews) == sorted(f"{PATH}!{i}" for i in iids)
 
 
+@GITLAB_ONLY
 def test_a_retry_after_past_the_cycle_budget_ends_the_cycle_without_sleeping(
     world: World,
 ) -> None:
@@ -495,7 +624,7 @@ def test_merge_removes_the_worktree_closes_the_case_and_says_so_once(
 
     wt = worktrees.create(
         CASE,
-        world.project.http_url_to_repo,
+        world.clone_url,
         PATH,
         "main",
         thresholds=DeliveryThresholds(worktree_root=str(tmp_path / "wt")),
@@ -503,7 +632,7 @@ def test_merge_removes_the_worktree_closes_the_case_and_says_so_once(
     iid = world.open_mr("harness/AAA-1", result="success", fix=True)
     world.cycle()
     _spent(CASE, 0.42)
-    assert world.emu.control("merge", {"project": PATH, "iid": iid})["ok"]
+    assert world.merge(iid)
     data = world.cycle()
     assert data["finished"] == [f"{PATH}!{iid} merged"]
     assert not wt.path.exists() and worktrees.for_case(CASE) is None
@@ -536,7 +665,7 @@ def _spent(case_id: str, usd: float) -> None:
 def test_closed_without_merge_escalates_the_case(world: World, tmp_path: Path) -> None:
     iid = world.open_mr("harness/AAA-1", result="success")
     world.cycle()
-    world.emu.control("close", {"project": PATH, "iid": iid})
+    world.close(iid)
     world.cycle()
     case = json.loads((tmp_path / "workspace" / "case-workspaces" / CASE / "case.json").read_text())
     assert case["status"] == "escalated" and world.entry(iid) is None
@@ -548,7 +677,6 @@ def test_closed_without_merge_escalates_the_case(world: World, tmp_path: Path) -
 def _conflict_on_main() -> dict[str, Any]:
     path, old, _ = SAMPLE_BUG_FIX
     return {
-        "project": PATH,
         "branch": "main",
         "message": "A teammate rewrote the same line",
         "files": {path: _sample_discount().replace(old, "    if quantity >= 11:\n")},
@@ -564,11 +692,8 @@ def _sample_discount() -> str:
 def test_conflict_gets_the_push_recovery_not_a_ci_fix(world: World) -> None:
     iid = world.open_mr("harness/AAA-1", result="running", fix=True)
     world.cycle()  # pipeline still running: re-read next cycle
-    world.emu.control("commit", _conflict_on_main())
-    pipeline = world.project.mergerequests.get(iid).head_pipeline["id"]
-    world.emu.control(
-        "set_pipeline_result", {"project": PATH, "status": "failed", "pipeline_id": pipeline}
-    )
+    world.commit(**_conflict_on_main())
+    world.finish_pipeline(world.head_pipeline(iid), "failed")
     world.cycle()
     [p] = world.dispatched()
     assert p["args"] == {
@@ -592,7 +717,7 @@ def test_a_conflicting_push_to_the_target_is_found_on_the_next_cycle(
     iid = world.open_mr("harness/AAA-1", result="success", fix=True)
     world.cycle()
     world.cycle()
-    world.emu.control("commit", _conflict_on_main())
+    world.commit(**_conflict_on_main())
     monkeypatch.setenv("HARNESS_NOW", "2026-11-30T08:10:00Z")  # ten minutes, not six hours
     data = world.cycle()
     assert data["examined"] == [f"{PATH}!{iid}"]
@@ -604,6 +729,7 @@ def test_a_conflicting_push_to_the_target_is_found_on_the_next_cycle(
     assert len(world.dispatched()) == 1
 
 
+@GITLAB_ONLY
 def test_a_pipeline_rerun_on_an_unchanged_mr_is_seen_on_the_next_cycle(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -625,6 +751,7 @@ def test_a_pipeline_rerun_on_an_unchanged_mr_is_seen_on_the_next_cycle(
 
 
 # -- the harness's own repository, adoption ------------------------------------------------------
+@GITLAB_ONLY
 def test_improvement_mr_on_the_harness_repo_is_watched_the_same_way(
     world: World, tmp_path: Path
 ) -> None:

@@ -17,6 +17,7 @@ from tests.delivery.desk import Desk
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.parametrize("forge", ["gitlab"])  # GitHub runs no quick actions in text
 def test_quick_actions_in_the_agents_text_reach_gitlab_as_text_only(desk: Desk) -> None:
     desk.box.anthropic.load_script("dev_quick_actions")
     desk.force_ci("success", times=6)

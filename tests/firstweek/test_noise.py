@@ -35,7 +35,7 @@ def test_an_investigation_ends_in_one_message_with_one_cost_line(mem: Memory) ->
     from tests.memory.test_followup import mem_ticket
 
     mem.slack.post_as("C0SUPPORT", "U0CUSTOMER", f"{CASE}: {mem_ticket()}")
-    code, out, err = mem.cli("poll-slack", "--json")
+    code, _, err = mem.cli("poll-slack", "--json")
     assert code == 0, err
     mem.parent_ts = mem.slack.messages(DM)[0]["ts"]
     mem.script("inv_honest")

@@ -1,7 +1,9 @@
 """L3/L4: `harness finalize` end to end on the sandbox — the harness's own repo on the GitLab
-emulator (real bare repo, real CI), the patch-suggester as a scripted model behind the Anthropic
-emulator (the harness's own tool loop over the real anthropic SDK), DMs through the Slack
-emulator. What is checked is what reached GitLab, Slack, the case folder and $HARNESS_HOME."""
+emulator, or (the ``forge`` parameter) on the GitHub emulator while the teams stay on GitLab, as
+the reference keeps it (real bare repos, real CI); the patch-suggester as a scripted model behind
+the Anthropic emulator (the harness's own tool loop over the real anthropic SDK), DMs through the
+Slack emulator. What is checked is what reached the forge, Slack, the case folder and
+$HARNESS_HOME."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.gitlab_api import GitLabEmulator
 from harness_cli.sandbox.model_script import RequestView
 from tests.conftest import payloads
+from tests.forges import use_github
 from tests.improvement.conftest import HARNESS_FILES, HARNESS_REPO, new_case
 from tests.improvement.corpus import gap_report, planted_reports, write_reports
 
@@ -28,19 +31,52 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def gitlab_emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabEmulator]:
+def gitlab_emu(
+    forge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[GitLabEmulator]:
     emulator = GitLabEmulator(tmp_path / "gitlab", ci_timeout=60, watch_interval=0.1)
     emulator.start()
     try:
-        emulator.control(
-            "create_project",
-            {"path": HARNESS_REPO, "files": HARNESS_FILES, "ci_command": "python -m pytest -q"},
-        )
+        if forge == "gitlab":
+            emulator.control(
+                "create_project",
+                {"path": HARNESS_REPO, "files": HARNESS_FILES, "ci_command": "python -m pytest -q"},
+            )
         monkeypatch.setenv("GITLAB_URL", emulator.url)
         monkeypatch.setenv("GITLAB_TOKEN", "glpat-harness-bot")
         yield emulator
     finally:
         emulator.stop()
+
+
+@pytest.fixture
+def github_emu(
+    forge: str, ready: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
+    """With ``forge == "github"``: the harness's own repo on GitHub (improvement.self_repo_forge),
+    the teams' repos still on GitLab — the reference's arrangement."""
+    if forge != "github":
+        yield None
+        return
+    from harness_cli.sandbox.github_api import GitHubEmulator
+
+    hub = GitHubEmulator(tmp_path / "github", ci_timeout=60)
+    hub.start()
+    try:
+        hub.control(
+            "create_repo",
+            {"repo": HARNESS_REPO, "files": HARNESS_FILES, "ci_command": "python -m pytest -q"},
+        )
+        use_github(hub, tmp_path, monkeypatch, config=ready, projects=False)
+        path = ready / "harness.yaml"
+        path.write_text(
+            path.read_text().replace(
+                "  self_repo: acme/harness", "  self_repo: acme/harness\n  self_repo_forge: github"
+            )
+        )
+        yield hub
+    finally:
+        hub.stop()
 
 
 @pytest.fixture
@@ -60,8 +96,45 @@ def model(
 
 class World:
     def __init__(self, cli: Any, gitlab: GitLabEmulator, model: AnthropicEmulator, slack: Any,
-                 root: Path) -> None:  # fmt: skip
+                 root: Path, hub: Any = None) -> None:  # fmt: skip
         self.cli, self.gitlab, self.model, self.slack, self.root = cli, gitlab, model, slack, root
+        self.hub = hub
+        """The GitHub emulator when the harness's repo is there."""
+
+    def fail_ci(self) -> None:
+        if self.hub is not None:
+            self.hub.control("set_ci_result", {"repo": HARNESS_REPO, "conclusion": "failure"})
+        else:
+            self.gitlab.control(
+                "set_pipeline_result", {"project": HARNESS_REPO, "status": "failed"}
+            )
+
+    def wait_ci(self) -> None:
+        if self.hub is not None:
+            self.hub.wait_for_runs(60)
+        else:
+            self.gitlab.wait_for_pipelines(60)
+
+    def merge(self, iid: int) -> dict[str, Any]:
+        if self.hub is not None:
+            merged: dict[str, Any] = self.hub.control(
+                "merge", {"repo": HARNESS_REPO, "number": iid, "author": "alice"}
+            )
+            return merged
+        return dict(self.gitlab.control(
+            "merge", {"project": HARNESS_REPO, "iid": iid, "author": "alice", "force": True}
+        ))  # fmt: skip
+
+    def mr_path(self, iid: int) -> str:
+        """How the MR's URL ends on the harness repo's forge."""
+        return (
+            f"/{HARNESS_REPO}/pull/{iid}" if self.hub else f"/{HARNESS_REPO}/-/merge_requests/{iid}"
+        )
+
+    def bare(self) -> str:
+        if self.hub is not None:
+            return str(self.hub.snapshot()["repos"][0]["bare_repo"])
+        return str(self.gitlab.snapshot()["projects"][0]["bare_repo"])
 
     def case(self, case_id: str = CASE, *reports: str) -> Path:
         folder = new_case(case_id, status="closed")
@@ -76,6 +149,13 @@ class World:
         return data
 
     def mrs(self) -> list[dict[str, Any]]:
+        if self.hub is not None:
+            return [
+                {"iid": p["number"], "title": ("Draft: " if p["draft"] else "") + p["title"],
+                 "description": p["body"] or "", "source_branch": p["head"],
+                 "target_branch": p["base"]}
+                for p in self.hub.snapshot()["pulls"] if p["repo"] == HARNESS_REPO
+            ]  # fmt: skip
         return [m for m in self.gitlab.snapshot()["merge_requests"] if m["project"] == HARNESS_REPO]
 
     def state(self, name: str) -> dict[str, Any]:
@@ -84,14 +164,14 @@ class World:
         return data
 
     def show(self, branch: str, path: str) -> str:
-        bare = self.gitlab.snapshot()["projects"][0]["bare_repo"]
+        bare = self.bare()
         return subprocess.run(
             ["git", "show", f"refs/heads/{branch}:{path}"], cwd=bare, capture_output=True,
             text=True, check=True,
         ).stdout  # fmt: skip
 
     def branches(self) -> list[str]:
-        bare = self.gitlab.snapshot()["projects"][0]["bare_repo"]
+        bare = self.bare()
         out = subprocess.run(["git", "branch", "--format=%(refname:short)"], cwd=bare,
                              capture_output=True, text=True, check=True).stdout  # fmt: skip
         return out.split()
@@ -110,9 +190,9 @@ class World:
 
 
 @pytest.fixture
-def world(cli, ready: Path, gitlab_emu: GitLabEmulator, model: AnthropicEmulator, slack_emu,  # type: ignore[no-untyped-def]
-          tmp_path: Path) -> World:  # fmt: skip
-    return World(cli, gitlab_emu, model, slack_emu, tmp_path)
+def world(cli, ready: Path, gitlab_emu: GitLabEmulator, github_emu: Any,  # type: ignore[no-untyped-def]
+          model: AnthropicEmulator, slack_emu, tmp_path: Path) -> World:  # fmt: skip
+    return World(cli, gitlab_emu, model, slack_emu, tmp_path, github_emu)
 
 
 def test_sop_prompt_and_kb_gaps_are_what_the_improvement_mr_is_for(world: World) -> None:
@@ -161,7 +241,7 @@ def test_one_mr_against_the_harness_repo_and_a_second_run_does_nothing(world: Wo
     assert case["status"] == "open" and case["kept"] == ["gap_report_001.md"]
     assert {d["report"] for d in case["dropped"]} == {"gap_report_002.md", "gap_report_003.md"}
     [mr] = world.mrs()
-    assert case["mr_url"].endswith(f"/{HARNESS_REPO}/-/merge_requests/{mr['iid']}")
+    assert case["mr_url"].endswith(world.mr_path(mr["iid"]))
     assert mr["source_branch"] == f"harness/{CASE}" and mr["target_branch"] == "main"
     assert mr["title"] == "Require the direct table query before schema inference"  # not Draft
     assert lint_description(mr["description"]) == []
@@ -197,19 +277,17 @@ def test_one_mr_against_the_harness_repo_and_a_second_run_does_nothing(world: Wo
 
 def test_red_ci_on_the_improvement_mr_enters_mr_monitors_loop(world: World) -> None:
     world.case(CASE, gap_report(confidence=90))
-    world.gitlab.control("set_pipeline_result", {"project": HARNESS_REPO, "status": "failed"})
+    world.fail_ci()
     world.finalize(CASE)
     [mr] = world.mrs()
-    world.gitlab.wait_for_pipelines(60)
+    world.wait_ci()
     code, out, err = world.cli("mr-monitor", "--json")
     assert code == 0, out + err
     [fix] = [p for p in payloads(world.root, "dev-agent") if p["args"].get("mode") == "fix_ci"]
     assert fix["case_id"] == CASE and fix["args"]["mr"] == f"{HARNESS_REPO}!{mr['iid']}"
     assert fix["trigger"]["kind"] == "ci_failed"
     # Merging stays a human act; mr-monitor then records the end in patch-pr-state.json.
-    merged = world.gitlab.control(
-        "merge", {"project": HARNESS_REPO, "iid": mr["iid"], "author": "alice", "force": True}
-    )
+    merged = world.merge(mr["iid"])
     assert merged["ok"], merged
     code, out, err = world.cli("mr-monitor", "--json")
     assert code == 0, out + err

@@ -1,6 +1,7 @@
 """#17 point 8 for `dev-agent --mode address_review` and `--mode fix_ci`: SIGKILL the real run
 mr-monitor dispatched at each of its write steps (the commit made, the workspace committed,
-the GitLab reply in flight or landed, the Slack message in flight or landed) and at random
+the GitLab / GitHub reply in flight or landed, the Slack message in flight or landed; on both
+forges by the ``forge`` parameter of ``desk``) and at random
 instants; then the next mr-monitor cycle re-dispatches the dead run as a resume and that run
 finishes the work exactly once — one reply per discussion, one message for the run, one MR,
 one fix attempt counted, the case `mr_open`, nothing uncommitted in the case folder."""
@@ -72,7 +73,7 @@ def _resume(desk: Desk) -> list[dict[str, Any]]:
 
 
 def _common(desk: Desk, tmp_path: Path, since: int) -> dict[str, Any]:
-    mrs = desk.box.gitlab.snapshot()["merge_requests"]
+    mrs = desk.mrs()
     dirty = Git(tmp_path / "workspace").status_porcelain().splitlines()
     return {
         "mrs": len(mrs),
