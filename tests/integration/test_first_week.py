@@ -48,9 +48,11 @@ CASE = "AAA-101"
 OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 
 # How a DM tells the operator what to do without a shell: an admin command, a reply in a
-# thread, or that nothing needs doing.
+# thread, or that nothing needs doing (it goes on by itself, or is back to usual).
 SLACK_ACTION = re.compile(
-    r"admin:\s*\S|\breply\b|\bin this thread\b|nothing (?:to do|needs)|no action", re.I
+    r"admin:\s*\S|\breply\b|\bin this thread\b|nothing (?:to do|needs)|no action|by itself"
+    r"|as usual",
+    re.I,
 )
 # A shell command offered as the way out (`harness investigate X`, `git -C … checkout`).
 SHELL_COMMAND = re.compile(r"`(?:harness|git|systemctl|crontab)\s[^`]*`")
@@ -260,7 +262,7 @@ def test_first_week_from_a_green_doctor_to_a_merged_mr_without_a_shell(week: Wee
 
     # the schedule: the crontab block as init prints it (this machine's crontab untouched) …
     code, out = week.shell("init", "--install-cron")
-    assert code == 0, out
+    assert code == 0, out  # (a harness without item 6 refuses the model_outage: key here)
     block = schedule.block_of(out)
     assert block, out
     week.cron_env = {
@@ -298,11 +300,11 @@ def test_first_week_from_a_green_doctor_to_a_merged_mr_without_a_shell(week: Wee
     # units on disk that systemd was never told to start run nothing: doctor says so, with the
     # command that enables them (item 7; there is no user systemd to enable them in this test)
     row = re.search(r"^(ok|warn)\s+schedule: (.*?)(?=^\S)", out, re.M | re.S)
-    assert row, out
     week.expect(
-        row.group(1) == "ok" or "systemctl --user enable" in " ".join(row.group(2).split()),
+        row and (row.group(1) == "ok" or "systemctl --user enable" in " ".join(row[2].split())),
         "7",
-        f"doctor's schedule row does not say how to enable the timers: {row.group(0)!r}",
+        "doctor does not say that the timers are not enabled, nor how to enable them: "
+        + (repr(row.group(0)) if row else "no schedule row"),
     )
 
     # the installed crontab line runs as cron would run it: harness-cron, a bare environment
@@ -333,8 +335,20 @@ def test_first_week_from_a_green_doctor_to_a_merged_mr_without_a_shell(week: Wee
             f"a DM of the new ticket during the pause does not say it is held: {text!r}",
         )
 
+    # #support answers 500 for this cycle: the operator's own channel is read all the same
     resume = week.say("admin: oncall resume")
+    box.slack.add_fault(
+        Fault("status", match="conversations.history", status=500, where={"channel": SUPPORT},
+              times=-1)
+    )  # fmt: skip
     week.tick("poll-slack")
+    with box.slack.lock:
+        box.slack.faults.clear()
+    week.expect(
+        "resumed" in week.answer_to(resume), "11", "a 500 on #support left the resume unread"
+    )
+    if "resumed" not in week.answer_to(resume):
+        week.tick("poll-slack")
     assert "resumed" in week.answer_to(resume), week.why()
     # the held investigation ran when the pause ended (or on the next cycle)
     if week.status() in ("new", "investigating"):
@@ -382,6 +396,10 @@ def test_first_week_from_a_green_doctor_to_a_merged_mr_without_a_shell(week: Wee
     with box.anthropic.lock:
         box.anthropic.faults.clear()
     week.tick("poll-slack")  # the API is back: the waiting fix_ci runs again
+    if not week.expect(len(week.pipelines()) > 1, "6", "nothing ran fix_ci again after the outage"):
+        # what only a shell could do (the test fails on item 6; the rest of the week still runs)
+        with _environ(week.cron_env):
+            week.shell("dev-agent", CASE, "--mode", "fix_ci")
     # the fix edits the test the checks run: the MR stays a draft until the operator says so
     accept = [m["text"] for m in week.dms() if "admin: accept-checks" in m["text"]]
     if accept:
@@ -474,6 +492,7 @@ def test_first_week_from_a_green_doctor_to_a_merged_mr_without_a_shell(week: Wee
         )
     for message in dms:
         text = message["text"]
+        week.expect(text.count("Cost:") <= 1, "13", f"a DM with the cost line twice: {text!r}")
         week.expect(
             not SHELL_COMMAND.search(text) or "admin:" in text,
             "2",
