@@ -88,26 +88,34 @@ CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 """Either one lets a run reach the model (the claude CLI may also use its own login)."""
 
 
-def require_credentials(cfg: Config) -> None:
-    """Refuse (exit 2) before a workflow changes anything when its runtime has no way to reach
-    the model: a run that starts anyway ends ``failed`` after it has moved the case (#34
-    item 5). The claude CLI may use its own login (``claude /login``) instead of a key."""
+def credentials_problem(cfg: Config) -> ConfigError | None:
+    """What keeps the configured runtime from reaching the model, if anything: no
+    ``ANTHROPIC_API_KEY``/``ANTHROPIC_AUTH_TOKEN`` (the claude CLI may use its own login,
+    ``claude /login``, instead). A dry run stops before the first model call: nothing."""
     from harness_cli import dryrun
 
     if dryrun.ACTIVE is not None or any(os.environ.get(k) for k in CREDENTIALS):
-        return  # a dry run stops before the first model call
+        return None
     chosen = runtime_name(cfg.harness.runtime)
     if chosen == "claude-code":
         folder = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~/.claude")
         if os.path.exists(os.path.join(folder, ".credentials.json")):
-            return
+            return None
     from harness_cli import paths
 
-    raise ConfigError(
+    return ConfigError(
         f"ANTHROPIC_API_KEY is not set: the {chosen} runtime cannot reach the model, so nothing "
         "was started",
         hint=f"add ANTHROPIC_API_KEY=… to {paths.env_file()} (or export it), then run it again",
     )
+
+
+def require_credentials(cfg: Config) -> None:
+    """Refuse (exit 2) before a workflow changes its case when its runtime cannot reach the
+    model: a run that starts anyway ends ``failed`` after it has moved the case (#34 item 5)."""
+    problem = credentials_problem(cfg)
+    if problem is not None:
+        raise problem
 
 
 def configured_runtime(cfg: Config) -> Runtime:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness_cli.agents.factory import configured_runtime
+from harness_cli.agents.factory import configured_runtime, require_credentials
 from harness_cli.config import Config, load_config
 from harness_cli.errors import EXIT_FAILED, PolicyRefused
 from harness_cli.investigation.loop import Loop, cache_prefix
@@ -38,6 +38,7 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
     saved = run.recall(PUBLISHED) if run is not None and post else None
     if isinstance(saved, dict):
         return _resume(cfg, case_id, saved)
+    require_credentials(cfg)  # before the case moves: a refusal leaves it as it was
     t = cfg.harness.thresholds
     with registry.update_case(case_id, t, "investigating", sync_now=post) as fresh:
         fresh.move("investigating", by="investigate")

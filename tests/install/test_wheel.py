@@ -35,7 +35,11 @@ def test_the_installed_wheel_runs_from_an_empty_directory(
     empty = tmp_path / "empty"
     empty.mkdir()
     home = tmp_path / "home"
-    env = clean_env(HARNESS_HOME=str(home), HOME=str(tmp_path / "login"))
+    login = tmp_path / "login"
+    login.mkdir()
+    # an operator's git identity: without one doctor fails (no commit could be made, #34)
+    (login / ".gitconfig").write_text("[user]\n\tname = Ops Person\n\temail = ops@team.example\n")
+    env = clean_env(HARNESS_HOME=str(home), HOME=str(login))
     urls = {k: v for k, v in box.env().items() if k not in SANDBOX_TOKENS}
 
     def harness(*args: str, **extra: str) -> tuple[int, str, str]:
