@@ -20,6 +20,7 @@ on it:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from typing import TYPE_CHECKING
@@ -172,7 +173,10 @@ def run_one(
         )
     if jira is None:
         raise InputError("no Jira configured", hint="set JIRA_URL, JIRA_USER, JIRA_TOKEN")
-    with scope.opened(f"admin-run:{case_id}:{n}", case_id):
+    # One key per action of this investigation: the same command again finds it done; the
+    # action N of a later investigation (another exit line) is another action.
+    digest = hashlib.sha256(p.exit_line.encode()).hexdigest()[:12] if p is not None else ""
+    with scope.opened(f"admin-run:{case_id}:{digest}:{n}", case_id):
         return _run(cfg, case_id, action, jira, out, how="on your command")
 
 
