@@ -16,7 +16,7 @@ from harness_cli import dispatch
 from harness_cli.config import all_jira_prefixes, extract_jira_key, resolve_project
 from harness_cli.errors import InputError, ServiceError
 from harness_cli.faults import crash_point
-from harness_cli.intake import admin, case_thread, flood, jira_source
+from harness_cli.intake import admin, case_thread, flood, jira_source, pause
 from harness_cli.intake.admin_parser import is_admin_text
 from harness_cli.intake.context import BudgetExhausted, Intake
 from harness_cli.logs import event
@@ -127,6 +127,9 @@ def open_ticket(
     crash_point("intake.thread_map")
     jira_note, jira_waits = _read_jira(ctx, opened, jira)
     linked += jira_note
+    if trigger_kind not in pause.OPERATOR and pause.is_paused():
+        # #34 item 15: the operator hears of the ticket now and of its start only later
+        linked += "\nHeld: the harness is paused; `admin: oncall resume` starts its investigation."
     own = opened.case.source.channel == channel and opened.case.source.thread_ts == ts
     case_thread.ensure(
         ctx,
