@@ -68,10 +68,8 @@ def _client(backend: str = "gitlab-ci") -> Any:
     from harness_cli import dryrun
     from harness_cli.services import factory
 
-    if backend != "github-actions":
-        return factory.gitlab()
-    runs = ActionsRuns()
-    return runs if dryrun.ACTIVE is None else dryrun.RecordingGitLab(runs, dryrun.ACTIVE)
+    client: Any = factory.live_gitlab() if backend != "github-actions" else ActionsRuns()
+    return client if dryrun.ACTIVE is None else dryrun.RecordingGitLab(client, dryrun.ACTIVE)
 
 
 _RUN_STATUS = {"queued": "pending", "waiting": "pending", "requested": "pending",
@@ -188,17 +186,16 @@ def _refresh(gl: Any, project: str, state: PipelinesState) -> list[Tracked]:
     return ended
 
 
-def poll(gl: Any) -> list[str]:
-    """One look at our pipelines through ``gl`` (the cycle's forge, a recording one in a dry
-    run; GitHub Actions runs through their own client): release the sessions of failed or
-    stuck jobs, start queued payloads as slots free. Returns what it did, one line each."""
+def poll() -> list[str]:
+    """One look at our pipelines (through ``_client``: a recording one in a dry run): release
+    the sessions of failed or stuck jobs, start queued payloads as slots free. Returns what it
+    did, one line each."""
     if not state_file().path.exists():
         return []
     settings, project = _settings()
     with state_file().update() as state:
         backend = _backend(state)
-        if backend == "github-actions":
-            gl = _client(backend)
+        gl = _client(backend)
         said: list[str] = []
         ended = _refresh(gl, project, state)
         limit = clock.now() - timedelta(minutes=settings.stuck_minutes)

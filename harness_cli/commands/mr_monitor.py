@@ -52,7 +52,7 @@ def mr_monitor(
         from harness_cli.ci_dispatch import poll
         from harness_cli.obligations.cycle import tend
 
-        followed = poll(ctx.gitlab)  # gitlab-ci dispatch: failed/stuck jobs free their sessions
+        followed = poll()  # gitlab-ci dispatch: failed/stuck jobs free their sessions
         tended = tend(ctx.cfg, ctx.out, backend=ctx.backend, gitlab=ctx.gitlab)
     result = cycle_result(report)
     result.changed += [f"pruned stale worktree {p}" for p in pruned]

@@ -86,7 +86,9 @@ def next_step(
     # A round that goes to review is a round too: a model re-sending the same report while
     # the reviewers keep rejecting it learns nothing, and must stall like one that continues
     # (#31 item 8: 20 iterations and 20 reviews otherwise).
-    if natural.action in ("continue", "review"):
+    # A first review is never a stall: only once the reviewers have sent a report back.
+    reviewed = natural.action == "review" and any(v.review is not None for v in history)
+    if natural.action == "continue" or reviewed:
         if _stalled(history, verdict, t):
             return Decision(
                 "exit_stalled",

@@ -148,7 +148,7 @@ def _tell(cfg: Config, out: Outbound, outage: Outage) -> bool:
     text = (
         f":hourglass: The model API is {outage.why}. {cases} waits and is tried again "
         f"every {max(1, round(every / 60))} min by itself; any other case that meets the "
-        "outage waits too. Nothing to do — `harness status` lists what waits."
+        "outage waits too. Nothing to do — `admin: oncall status` lists what waits."
     )
     return bool(notify.dm(out, cfg, "model_outage", text, key=f"outage-{outage.since}"))
 

@@ -19,7 +19,14 @@ from harness_cli.faults import ENV
 from harness_cli.services.git import Git
 from tests.improvement.conftest import ready  # noqa: F401
 from tests.improvement.corpus import gap_report
-from tests.improvement.test_finalize import CASE, World, gitlab_emu, model, world  # noqa: F401
+from tests.improvement.test_finalize import (  # noqa: F401
+    CASE,
+    World,
+    github_emu,
+    gitlab_emu,
+    model,
+    world,
+)
 from tests.obligations.campaign import FULL, RANDOM, assert_clean, harness, record
 
 pytestmark = pytest.mark.slow

