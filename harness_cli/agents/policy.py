@@ -18,6 +18,7 @@ from typing import Literal
 
 from harness_cli import paths
 from harness_cli.agents.runtime import RunRequest
+from harness_cli.delivery.thresholds import DeliveryThresholds  # a settings leaf: pydantic only
 
 Scope = Literal["case", "case+evidence", "staged", "worktree"]
 
@@ -155,8 +156,6 @@ def default_worktrees() -> Path:
     """The worktrees' folder of a runtime built without a config (tests, the eval's own
     runs): ``HARNESS_WORKTREES`` or the default ``delivery.worktree_root``. A workflow's runtime
     is given the configured one (``factory.configured_runtime``)."""
-    from harness_cli.delivery.thresholds import DeliveryThresholds
-
     return DeliveryThresholds().root()
 
 
