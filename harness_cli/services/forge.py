@@ -178,7 +178,10 @@ class ForgeRouter:
 
     # -- routing --------------------------------------------------------------------------------
     def name_for(self, project: str) -> ForgeName:
-        return self._forge_of.get(project, DEFAULT_FORGE)
+        # A repository no longer in projects.yaml (a monitored MR of a removed project) is on
+        # the home forge: on a GitHub-only setup GitLab has no credentials, and its 404 is
+        # what lets mr-monitor drop the dead entry after its cycles.
+        return self._forge_of.get(project, self._home)
 
     def client(self, name: ForgeName) -> Forge:
         if name not in self._clients:

@@ -77,6 +77,21 @@ class World:
             "set_pipeline_result", {"project": PATH, "status": status, "pipeline_id": pipeline_id}
         )
 
+    def retry_pipeline(self, pipeline_id: int) -> None:
+        """The pipeline retried in place: the same id runs again on the same sha."""
+        self.project.pipelines.get(pipeline_id).retry()
+
+    def new_pipeline(self, branch: str) -> int:
+        """A new pipeline (a new id) on ``branch``'s head, as "Run pipeline" starts one."""
+        return int(self.project.pipelines.create({"ref": branch}).id)
+
+    def mr_calls(self, fragment: str) -> list[Any]:
+        """The forge's recorded API requests for the MR numbers starting with ``fragment``."""
+        return list(self.emu.recorded(f"/merge_requests/{fragment}"))
+
+    def project_calls(self, project: str) -> list[Any]:
+        return list(self.emu.recorded(project.replace("/", "%2F")))
+
     def merge(self, iid: int) -> bool:
         return bool(self.emu.control("merge", {"project": PATH, "iid": iid})["ok"])
 
@@ -221,6 +236,22 @@ class GitHubWorld(World):
         self.emu.control(
             "set_ci_result", {"repo": PATH, "conclusion": conclusion, "run_id": pipeline_id}
         )
+
+    def retry_pipeline(self, pipeline_id: int) -> None:
+        """GitHub's "Re-run all jobs": the same run id, a new attempt on the same sha."""
+        self.repo.get_workflow_run(pipeline_id).rerun()
+
+    def new_pipeline(self, branch: str) -> int:
+        """A new run (a new id) of the CI workflow on ``branch``'s head (workflow_dispatch)."""
+        before = {int(r.id) for r in self.repo.get_workflow_runs()}
+        assert self.repo.get_workflow("ci.yml").create_dispatch(ref=branch)
+        return max(int(r.id) for r in self.repo.get_workflow_runs() if int(r.id) not in before)
+
+    def mr_calls(self, fragment: str) -> list[Any]:
+        return list(self.emu.recorded(f"/pulls/{fragment}"))
+
+    def project_calls(self, project: str) -> list[Any]:
+        return list(self.emu.recorded(f"/repos/{project}/"))
 
     def merge(self, iid: int) -> bool:
         return bool(self.emu.control("merge", {"repo": PATH, "number": iid})["ok"])

@@ -1,24 +1,15 @@
-"""Replays of the reference's mr-monitor incidents (Layer 1 and Layer 4), against the GitLab
-emulator through python-gitlab, with HARNESS_DISPATCH=record."""
+"""Replays of the reference's mr-monitor incidents (Layer 1 and Layer 4), on both forges: the
+GitLab emulator through python-gitlab and the GitHub emulator through PyGithub, with
+HARNESS_DISPATCH=record."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from harness_cli.state import files
 from harness_cli.state.models import MonitoredMr
 from tests.delivery import test_mr_monitor as shared
 from tests.delivery.test_mr_monitor import CASE, PATH, World, git
-
-
-@pytest.fixture
-def forge() -> str:
-    """GitLab only for now: on GitHub these scenarios still fail (the replay's emulator calls are
-    GitLab's; the dev-agent campaign loses its outcome post), so #32 stays open on them."""
-    return "gitlab"
-
 
 # The sandbox fixtures of the mr-monitor tests, registered here too.
 emu = shared.emu
@@ -41,7 +32,7 @@ def test_eighty_noop_fix_ci_commits_in_one_afternoon_cannot_happen(world: World)
             git(world.clone, "checkout", "-q", BRANCH)
             git(world.clone, "commit", "-q", "--allow-empty", "-m", "fix CI")
             git(world.clone, "push", "-q", "origin", f"HEAD:{BRANCH}")
-            world.emu.wait_for_pipelines(30)
+            world.wait_ci()
             pushed += 1
     assert len(world.dispatched("fix_ci")) == 3 and pushed == 3
     assert len([t for t in world.dms() if "still red" in t]) == 1
@@ -57,20 +48,18 @@ def test_a_handled_pipeline_or_a_red_rerun_on_the_same_sha_is_never_fixed_again(
     iid = world.open_mr(BRANCH, result="failed")
     world.cycle()
     [fix] = world.dispatched("fix_ci")
-    project = world.project
-    pipeline = project.pipelines.get(fix["args"]["pipeline_id"])
     world.force("failed")
-    pipeline.retry()  # same pipeline id, red again
+    world.retry_pipeline(fix["args"]["pipeline_id"])  # same pipeline id, red again
     world.note(iid, "Retried the flaky job.", author="harness-bot")  # the MR is re-read
     for _ in range(5):
         world.cycle()
     world.force("failed")
-    rerun = project.pipelines.create({"ref": BRANCH})  # new id, same sha, red again
+    rerun = world.new_pipeline(BRANCH)  # new id, same sha, red again
     world.note(iid, "Re-ran the pipeline.", author="harness-bot")
     for _ in range(5):
         world.cycle()
     entry = world.entry(iid)
-    assert entry is not None and entry["last_pipeline_id"] == rerun.id
+    assert entry is not None and entry["last_pipeline_id"] == rerun
     assert entry["fix_ci_attempts"] == 1 and not entry["escalated"]
     assert len(world.dispatched()) == 1
 
@@ -105,10 +94,10 @@ def test_dead_cursor_storm_deleted_mrs_are_dropped_after_three_cycles(
         data = world.cycle()
         assert data["dropped"] == [] and data["errors"] == []
         assert len(data["deferred"]) == 13
-        assert len(world.emu.recorded("/merge_requests/5")) == 12 * cycle  # one call each
+        assert len(world.mr_calls("5")) == 12 * cycle  # one call each
     first = world.cycle()
     assert len(first["dropped"]) == 13 and first["errors"] == []
-    dead = world.emu.recorded("/merge_requests/5")
+    dead = world.mr_calls("5")
     assert len(dead) == 36 and {r.status for r in dead} == {404}  # one call each, no retries
     [dm] = [t for t in world.dms() if "no longer has" in t]
     assert "13 MR(s)" in dm
@@ -117,7 +106,7 @@ def test_dead_cursor_storm_deleted_mrs_are_dropped_after_three_cycles(
         data = world.cycle()
         # the project, its MR and pipeline listings, its target branch's head
         assert data["dropped"] == [] and data["calls"] <= 4
-    assert len(world.emu.recorded("/merge_requests/5")) == 36
-    assert len(world.emu.recorded("gone%2Fproject")) == 3
+    assert len(world.mr_calls("5")) == 36
+    assert len(world.project_calls("gone/project")) == 3
     assert len(world.emu.requests) - seen <= 20  # four a cycle, none for the dead
     assert set(world.state()["mrs"]) == {f"{PATH}!1"}
