@@ -20,14 +20,6 @@ from harness_cli.services.git import Git
 from tests.delivery.desk import Desk
 from tests.obligations.campaign import FULL, assert_clean, record
 
-
-@pytest.fixture
-def forge() -> str:
-    """GitLab only for now: on GitHub these scenarios still fail (the replay's emulator calls are
-    GitLab's; the dev-agent campaign loses its outcome post), so #32 stays open on them."""
-    return "gitlab"
-
-
 pytestmark = pytest.mark.slow
 CASE = "DEV-9"
 
@@ -64,7 +56,7 @@ def test_a_task_killed_at_each_write_step_is_finished_exactly_once(
     data = desk.harness("dev-agent", CASE, "--mode", "task", "--auto", expect=None)
     from harness_cli.workspace.registry import load_case
 
-    mrs = desk.box.gitlab.snapshot()["merge_requests"]
+    mrs = desk.mrs()
     known = load_case(CASE).mrs
     told = [p for p in desk.harness_posts() if known and known[-1].web_url in p["text"]]
     dirty = Git(tmp_path / "workspace").status_porcelain().splitlines()
