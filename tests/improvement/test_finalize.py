@@ -153,7 +153,7 @@ class World:
             return [
                 {"iid": p["number"], "title": ("Draft: " if p["draft"] else "") + p["title"],
                  "description": p["body"] or "", "source_branch": p["head"],
-                 "target_branch": p["base"]}
+                 "target_branch": p["base"], "sha": p["head_sha"]}
                 for p in self.hub.snapshot()["pulls"] if p["repo"] == HARNESS_REPO
             ]  # fmt: skip
         return [m for m in self.gitlab.snapshot()["merge_requests"] if m["project"] == HARNESS_REPO]

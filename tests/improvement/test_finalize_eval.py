@@ -9,46 +9,106 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import github
 import pytest
 
+import harness_cli
 from harness_cli.delivery.style import lint_description
 from harness_cli.investigation.library import DEFAULT_DIR
+from harness_cli.sandbox.github_workflows import default_workflow
 from harness_cli.sandbox.gitlab_api import GitLabEmulator
+from tests.conftest import payloads
+from tests.forges import use_github
 from tests.improvement.conftest import HARNESS_FILES, HARNESS_REPO
 from tests.improvement.corpus import gap_report
-from tests.improvement.test_finalize import CASE, World, github_emu, model, world
+from tests.improvement.test_finalize import CASE, World, model, world
 
-__all__ = ["github_emu", "model", "world"]  # the fixtures, shared with test_finalize
-
-
-@pytest.fixture
-def forge() -> str:
-    """GitLab only for now: the eval figures of an improvement PR on GitHub are not checked here
-    yet (#32 stays open on it); test_finalize runs the loop itself on both forges."""
-    return "gitlab"
+__all__ = ["model", "world"]  # the fixtures, shared with test_finalize
 
 
 pytestmark = pytest.mark.slow
 
 PIPELINE = "python -m pytest -q && harness eval --overlay . --baseline evals/baseline.json -j 1"
-"""The harness repo's CI as an improvement MR meets it: its tests, then its eval step."""
+"""The harness repo's CI as an improvement MR meets it on GitLab: its tests, then its eval
+step."""
+PACKAGED = Path(harness_cli.__file__).parent / "defaults"
+EVAL_GATE = PACKAGED / "cron/github-actions/harness-eval-gate.yml"
+"""The eval gate the harness ships for its own repository on GitHub, run as shipped by the
+emulator's Actions runner (its ``run:`` steps for real)."""
+GATE_CHECK = "eval-gate"
+"""The gate's job, the check run branch protection requires on the harness repo's main."""
 
 
 @pytest.fixture
-def gitlab_emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GitLabEmulator]:
+def gitlab_emu(
+    forge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[GitLabEmulator]:
     emulator = GitLabEmulator(tmp_path / "gitlab", ci_timeout=300, watch_interval=0.1)
     emulator.start()
     try:
-        emulator.control(
-            "create_project",
-            {"path": HARNESS_REPO, "files": HARNESS_FILES, "ci_command": ["sh", "-c", PIPELINE]},
-        )
+        if forge == "gitlab":
+            emulator.control(
+                "create_project",
+                {"path": HARNESS_REPO, "files": HARNESS_FILES,
+                 "ci_command": ["sh", "-c", PIPELINE]},
+            )  # fmt: skip
         monkeypatch.setenv("GITLAB_URL", emulator.url)
         monkeypatch.setenv("GITLAB_TOKEN", "glpat-harness-bot")
         yield emulator
     finally:
         emulator.stop()
+
+
+@pytest.fixture
+def github_emu(
+    forge: str, ready: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
+    """With ``forge == "github"``: the harness's own repo on GitHub with its tests' workflow
+    and the shipped eval gate, the gate a required check of main (a red gate blocks the
+    merge, as branch protection does)."""
+    if forge != "github":
+        yield None
+        return
+    from harness_cli.sandbox.github_api import GitHubEmulator
+
+    hub = GitHubEmulator(tmp_path / "github", ci_timeout=300)
+    hub.start()
+    try:
+        workflows = {
+            ".github/workflows/ci.yml": default_workflow("python -m pytest -q", "main"),
+            ".github/workflows/harness-eval-gate.yml": EVAL_GATE.read_text(),
+        }
+        hub.control("create_repo", {"repo": HARNESS_REPO, "files": {**HARNESS_FILES, **workflows},
+                                    "protection": {"required_checks": [GATE_CHECK]}})  # fmt: skip
+        use_github(hub, tmp_path, monkeypatch, config=ready, projects=False)
+        path = ready / "harness.yaml"
+        path.write_text(
+            path.read_text().replace(
+                "  self_repo: acme/harness", "  self_repo: acme/harness\n  self_repo_forge: github"
+            )
+        )
+        yield hub
+    finally:
+        hub.stop()
+
+
+def ci_on(world: World, sha: str) -> list[tuple[str, str]]:
+    """Each pipeline (GitHub: the eval gate's workflow run) on ``sha`` once CI is done: its
+    result in GitLab's words and its job log."""
+    if world.hub is not None:
+        world.hub.wait_for_runs(600)
+        runs = [r for r in world.hub.state.runs.values()
+                if r.head_sha == sha and r.path.endswith("harness-eval-gate.yml")]  # fmt: skip
+        return [
+            ({"failure": "failed"}.get(r.conclusion or "", r.conclusion or r.status),
+             "".join(line for j in r.current_jobs() for line in j.log))
+            for r in sorted(runs, key=lambda r: r.id)
+        ]  # fmt: skip
+    world.gitlab.wait_for_pipelines(timeout=600)
+    pipelines = [p for p in world.gitlab.state.pipelines.values() if p.sha == sha]
+    return [(p.status, "".join(p.jobs[-1].trace)) for p in pipelines]
 
 
 def test_the_improvement_mr_states_the_eval_figures_from_the_run(
@@ -83,13 +143,57 @@ def test_the_improvement_mr_states_the_eval_figures_from_the_run(
     assert (baseline["passed"], baseline["started"], baseline["runs"]) == (1, 1, 1)
     assert baseline["suites"] == [str(suite)]
     assert "its pipeline runs `harness eval --overlay . --baseline evals/baseline.json`" in text
-    world.gitlab.wait_for_pipelines(timeout=600)
-    pipelines = [p for p in world.gitlab.state.pipelines.values() if p.sha == mr["sha"]]
-    assert pipelines, world.gitlab.snapshot()["pipelines"]
-    trace = "".join(pipelines[-1].jobs[-1].trace)
+    ran = ci_on(world, mr["sha"])
+    assert ran, "no pipeline on the MR's head"
+    status, trace = ran[-1]
     assert "1 trial(s) started and counted; baseline 0/1" in trace, trace[-3000:]
     assert "eval gate FAILED: 0/1 cases passed (0%) against the baseline's 1/1" in trace
-    assert pipelines[-1].status == "failed"
+    assert status == "failed"
+    if world.hub is not None:
+        _the_shipped_gate_blocks_then_passes(world, mr)
+
+
+def _the_shipped_gate_blocks_then_passes(world: World, mr: dict[str, Any]) -> None:
+    """#32: the eval gate the harness ships for GitHub, run as shipped on the Actions runner. Its
+    red check blocks the improvement PR (a required check of main); pr-ci-fixer (mr-monitor's
+    fix_ci loop, at most 3 attempts) gets the gate's log; once the PR's investigator template
+    is the packaged one again and the operator signed that model-facing change off, as the gate
+    asks, it runs green on the new head and the merge goes through."""
+    alice = "ghp_aliceReviewerAliceReviewer000000000000"
+    world.hub.control("add_token", {"token": alice, "user": "alice"})
+    world.hub.control("set_role", {"repo": HARNESS_REPO, "user": "alice", "role": "maintain"})
+    hub = github.Github(base_url=world.hub.api_url, auth=github.Auth.Token(alice), lazy=True)
+    hub.get_repo(HARNESS_REPO).get_pull(mr["iid"]).mark_ready_for_review()  # a reviewer's act
+    refused = world.merge(mr["iid"])
+    assert not refused["ok"] and refused["status"] == 405, refused
+    assert refused["error"]["message"] == f'Required status check "{GATE_CHECK}" is failure.'
+    code, out, err = world.cli("mr-monitor", "--json")
+    assert code == 0, out + err
+    [fix] = _fixes(world)
+    assert fix["trigger"]["kind"] == "ci_failed" and fix["args"]["mr"].endswith(f"!{mr['iid']}")
+    assert "eval gate FAILED" in Path(fix["args"]["trace_file"]).read_text()
+    key = fix["args"]["mr"]
+    assert world.state("monitored-mrs.json")["mrs"][key]["fix_ci_attempts"] == 1
+    # the fix: the packaged investigator template back; the rates hold, but the change is
+    # model-facing, which the scripted gate cannot judge: red again, the loop's second attempt
+    packaged = (PACKAGED / "agent-config/prompts/investigator.md").read_text()
+    status, trace = _push(world, mr, {"agent-config/prompts/investigator.md": packaged})
+    assert status == "failed" and "eval gate held: 1/1 cases passed" in trace, trace[-3000:]
+    wanted = re.search(r'eval-signoff\.json with \{"digest": "([0-9a-f]+)"', trace)
+    assert wanted, trace[-3000:]
+    assert world.cli("mr-monitor", "--json")[0] == 0
+    assert (
+        len(_fixes(world)) == 2 and not world.state("monitored-mrs.json")["mrs"][key]["escalated"]
+    )
+    # the operator signs off exactly this change, as the gate's log asks: green, and merged
+    signoff = json.dumps({"digest": wanted.group(1), "by": "alice"})
+    status, trace = _push(world, mr, {"eval-signoff.json": signoff})
+    assert status == "success", trace[-3000:]
+    assert "the operator alice signed it off" in trace
+    assert world.cli("mr-monitor", "--json")[0] == 0  # green: nothing more to fix
+    assert len(_fixes(world)) == 2
+    merged = world.merge(mr["iid"])
+    assert merged["ok"], merged
 
 
 def test_a_link_planted_where_the_baseline_goes_is_never_written_through(
@@ -122,3 +226,16 @@ def test_a_link_planted_where_the_baseline_goes_is_never_written_through(
     assert baseline["suites"] == [str(suite)]
     [wt] = (tmp_path / "worktrees").glob("case-*")
     assert not (wt / "evals" / "baseline.json").is_symlink()
+
+
+def _push(world: World, mr: dict[str, Any], files: dict[str, str]) -> tuple[str, str]:
+    """A commit of ``files`` on the PR's branch (GitHub's web editor); the gate's run on it."""
+    assert world.hub is not None
+    world.hub.control("commit", {"repo": HARNESS_REPO, "branch": mr["source_branch"],
+                                 "files": files, "message": "Answer the eval gate"})  # fmt: skip
+    [head] = [m["sha"] for m in world.mrs() if m["iid"] == mr["iid"]]
+    return ci_on(world, head)[-1]
+
+
+def _fixes(world: World) -> list[dict[str, Any]]:
+    return [p for p in payloads(world.root, "dev-agent") if p["args"].get("mode") == "fix_ci"]
