@@ -59,13 +59,14 @@ def main(argv: list[str]) -> int:
     totals: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(FIGURES, 0))
     runs: dict[str, int] = defaultdict(int)
     for row in rows:
-        runs[row["workflow"]] += 1
+        label = row["workflow"] + (f" ({row['forge']})" if row.get("forge") else "")
+        runs[label] += 1
         for key in FIGURES:
-            totals[row["workflow"]][key] += int(row.get(key, 0))
+            totals[label][key] += int(row.get(key, 0))
     print(f"crash campaign over the workflows ({wall:.0f} s; pytest exit {proc.returncode})")
-    print(f"{'workflow':<26}{'runs':>6}" + "".join(f"{k:>13}" for k in FIGURES))
+    print(f"{'workflow':<36}{'runs':>6}" + "".join(f"{k:>13}" for k in FIGURES))
     for workflow, figures in sorted(totals.items()):
-        print(f"{workflow:<26}{runs[workflow]:>6}" + "".join(f"{figures[k]:>13}" for k in FIGURES))
+        print(f"{workflow:<36}{runs[workflow]:>6}" + "".join(f"{figures[k]:>13}" for k in FIGURES))
     if proc.returncode:
         print(proc.stdout[-3000:])
     return 0 if proc.returncode == 0 else 1

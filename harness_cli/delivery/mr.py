@@ -31,6 +31,7 @@ from harness_cli.delivery.style import (
     lint_title,
 )
 from harness_cli.errors import ConfigError, PolicyRefused
+from harness_cli.faults import crash_point
 from harness_cli.logs import event
 from harness_cli.services.gitlab import GitLab, MergeRequest
 from harness_cli.state import files
@@ -182,6 +183,7 @@ def submit_mr(
         description=description,
         draft=not accepted,
     )
+    crash_point("delivery.mr_opened")  # open (or adopted) on the forge, not yet ready/recorded
     # Ready only if GitLab's view of the head is the accepted commit: a push that landed after
     # the acceptance run (or one GitLab has not seen yet) keeps the MR a draft.
     ready = accepted and mr.sha == head_sha

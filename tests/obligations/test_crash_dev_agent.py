@@ -38,12 +38,14 @@ def _killed_task(point: str) -> bool:
 
 STEPS = (
     ["run.dev-agent.started", "worktree.added", "delivery.committed", "workspace.committed:1",
-     "outbox.attempting:1", "outbox.landed:1", "outbox.landed:2", "workspace.committed:3"]
-    if FULL else ["worktree.added", "delivery.committed", "outbox.landed:2"]
+     "delivery.mr_opened", "outbox.attempting:1", "outbox.landed:1", "outbox.landed:2",
+     "workspace.committed:3"]
+    if FULL else ["worktree.added", "delivery.committed", "delivery.mr_opened", "outbox.landed:2"]
 )  # fmt: skip
 """The steps that each left the work unfinishable before (bench/bench_crash_workflows.py walks
 every write step): a worktree without its record, a commit never pushed, an MR open but the
-operator not told (the rerun refused: "case is mr_open")."""
+operator not told (the rerun refused: "case is mr_open"); and the MR (GitHub: the PR) made on
+the forge but neither set ready nor recorded (the rerun adopts it)."""
 
 
 @pytest.mark.parametrize("point", STEPS)

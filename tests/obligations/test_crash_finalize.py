@@ -31,7 +31,7 @@ from tests.obligations.campaign import FULL, RANDOM, assert_clean, harness, reco
 
 pytestmark = pytest.mark.slow
 STEPS = (
-    ["run.finalize.started", "delivery.committed", "run.finalize.proposed",
+    ["run.finalize.started", "delivery.committed", "delivery.mr_opened", "run.finalize.proposed",
      "workspace.committed:1", "outbox.attempting:1", "outbox.landed:1"]
     if FULL else ["run.finalize.proposed"]
 )  # fmt: skip

@@ -86,13 +86,14 @@ def _common(desk: Desk, tmp_path: Path, since: int) -> dict[str, Any]:
 
 # -- address_review ---------------------------------------------------------------------------
 REVIEW_STEPS = (
-    ["run.dev-agent.started", "delivery.committed", "workspace.committed:1",
+    ["run.dev-agent.started", "delivery.committed", "delivery.mr_opened", "workspace.committed:1",
      "outbox.note_attempting:1", "outbox.note_landed:1", "outbox.note_landed:2",
      "outbox.attempting:1", "outbox.landed:1", "workspace.committed:2", "run.dev-agent.told"]
     if FULL else ["outbox.note_landed:1"]
 )  # fmt: skip
-"""address_review's write steps: its commit, the workspace sync, each of its two replies in
-flight and landed, its one Slack message."""
+"""address_review's write steps: its commit, the MR (GitHub: the PR) adopted and its proof of
+work written, the workspace sync, each of its two replies in flight and landed, its one Slack
+message."""
 
 
 def _review_round(desk: Desk) -> tuple[list[str], int]:
