@@ -54,13 +54,42 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
         pytest.fail("a test wrote to the real ~/.harness")
 
 
-GITHUB_FULL_ONLY = frozenset(
-    {"test_delivery_truth.py", "test_crash_mr_rounds.py", "test_finalize.py",
-     "test_crash_finalize.py"}
-)  # fmt: skip
-"""End-to-end files whose GitHub variants run with HARNESS_BENCH_FULL=1 only: together they
-add minutes to a suite that must stay within CI's time on 2 cores; mr-monitor, the MR tests
-and the first-week flows keep their GitHub variants in every run."""
+GITHUB_DEFAULT: dict[str, frozenset[str]] = {
+    "test_delivery_truth.py": frozenset(
+        {"test_a_claimed_change_gets_no_reply_and_a_real_one_gets_one_reply_per_discussion"}
+    ),
+    "test_crash_mr_rounds.py": frozenset(
+        {"test_a_review_round_killed_at_each_write_step_is_answered_exactly_once"}
+    ),
+    "test_finalize.py": frozenset({"test_red_ci_on_the_improvement_mr_enters_mr_monitors_loop"}),
+    "test_crash_finalize.py": frozenset(
+        {"test_finalize_killed_at_each_write_step_is_finished_exactly_once"}
+    ),
+    "test_crash_dev_agent.py": frozenset(
+        {"test_a_task_killed_at_each_write_step_is_finished_exactly_once[delivery.mr_opened]",
+         "test_a_task_killed_at_each_write_step_is_finished_exactly_once[outbox.landed:2]"}
+    ),
+    "test_finalize_eval.py": frozenset(
+        {"test_the_improvement_mr_states_the_eval_figures_from_the_run"}
+    ),
+}  # fmt: skip
+"""End-to-end files whose GitHub variants run a representative subset in every run (the PR
+open, the review replies, the improvement PR's CI loop and eval gate, a kill on the PR path)
+and the full cross product with HARNESS_BENCH_FULL=1: all of them on GitHub add minutes to a
+suite that must stay within CI's time on 2 cores. A name is a test function, or one with its
+``point`` parameter in brackets. The GitLab variants, mr-monitor, the MR tests and the
+first-week flows run everything on both forges."""
+
+
+def github_by_default(node: pytest.Item) -> bool:
+    """Whether the GitHub variant of ``node`` is in the default run (see GITHUB_DEFAULT)."""
+    subset = GITHUB_DEFAULT.get(Path(str(node.fspath)).name)
+    if subset is None:
+        return True
+    name = getattr(node, "originalname", node.name)
+    callspec = getattr(node, "callspec", None)
+    point = callspec.params.get("point") if callspec is not None else None
+    return name in subset or f"{name}[{point}]" in subset
 
 
 @pytest.fixture(params=["gitlab", "github"])
@@ -69,8 +98,8 @@ def forge(request: pytest.FixtureRequest) -> str:
     GitLab and on GitHub."""
     if (
         request.param == "github"
-        and Path(str(request.node.fspath)).name in GITHUB_FULL_ONLY
         and not os.environ.get("HARNESS_BENCH_FULL")
+        and not github_by_default(request.node)
     ):
         pytest.skip("its GitHub variant runs with HARNESS_BENCH_FULL=1 (CI time)")
     return str(request.param)
