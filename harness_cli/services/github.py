@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from harness_cli.bounded import CHUNK, Bounded
 from harness_cli.errors import ConfigError, ServiceError
+from harness_cli.faults import crash_point
 from harness_cli.redaction import redact
 from harness_cli.services.forge import Discussion, MergeRequest, Note
 from harness_cli.services.gitlab import TRACE_HEAD_BYTES, TRACE_TAIL_BYTES, outgoing
@@ -259,6 +260,9 @@ class LiveGitHub:
                 flip = (
                     "convertPullRequestToDraft" if want_draft else "markPullRequestReadyForReview"
                 )
+                # GitHub's second write: a kill here leaves the new title on a PR still in its
+                # old draft state; the next submit reads "Draft: " and flips it then
+                crash_point("forge.pr_patched")
                 self._graphql_mutation(flip, {"pullRequestId": data["node_id"]})
         return self.get_mr(project, iid)
 

@@ -71,3 +71,37 @@ def test_a_task_killed_at_each_write_step_is_finished_exactly_once(
     }
     record("dev-agent task", point, {"killed": int(killed), **figures})
     assert_clean(figures)
+
+
+@pytest.mark.parametrize("forge", ["github"])  # GitLab sets draft and title in one write
+def test_ready_for_review_killed_between_the_pr_edit_and_the_flip_is_ready_after_a_rerun(
+    desk: Desk, forge: str
+) -> None:
+    """GitHub's ready-for-review is a second write after the PR's edit (a GraphQL mutation):
+    the operator's ``accept-checks`` killed between the two leaves the new proof on a PR still
+    a draft; the rerun makes it ready, once, with no second PR and no doubled title."""
+    desk.force_ci("success", times=3)
+    desk.approved_case("WEAK-1")
+    assert desk.task("WEAK-1")["data"]["mr"]["ready"] is False
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness_cli", "admin", "accept-checks WEAK-1", "--json"],
+        env={**os.environ, ENV: "forge.pr_patched"},
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    killed = proc.returncode == -signal.SIGKILL
+    assert killed, (proc.returncode, proc.stderr[-1500:])
+    assert desk.mr()["title"].startswith("Draft: ")  # the edit landed, the flip did not
+    done = desk.harness("admin", "accept-checks WEAK-1")
+    assert "is ready" in done["data"]["reply"], done
+    pr = desk.mr()
+    figures = {
+        "duplicates": max(0, len(desk.mrs()) - 1) + int(pr["title"].count("Draft") > 0),
+        "lost": int("The harness ran the required checks itself" not in pr["description"]),
+        "stuck": int(desk.status("WEAK-1") != "mr_open"),
+        "uncommitted": 0,
+        "detail": [pr["title"], done["data"]["reply"]],
+    }
+    record("accept-checks ready-for-review", "forge.pr_patched", {"killed": 1, **figures})
+    assert_clean(figures)
