@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 
 import harness_cli
 from harness_cli.delivery.style import lint_description
+from harness_cli.eval import gate
 from harness_cli.investigation.library import DEFAULT_DIR
 from harness_cli.sandbox.github_workflows import default_workflow
 from harness_cli.sandbox.gitlab_api import GitLabEmulator
@@ -174,24 +176,18 @@ def _the_shipped_gate_blocks_then_passes(world: World, mr: dict[str, Any]) -> No
     assert "eval gate FAILED" in Path(fix["args"]["trace_file"]).read_text()
     key = fix["args"]["mr"]
     assert world.state("monitored-mrs.json")["mrs"][key]["fix_ci_attempts"] == 1
-    # the fix: the packaged investigator template back; the rates hold, but the change is
-    # model-facing, which the scripted gate cannot judge: red again, the loop's second attempt
+    # the fix: the packaged investigator template back, and (a model-facing change the
+    # scripted gate cannot judge) the operator's sign-off of exactly that change, as the
+    # gate asks in its log: green on the new head, nothing more to fix, and merged
     packaged = (PACKAGED / "agent-config/prompts/investigator.md").read_text()
-    status, trace = _push(world, mr, {"agent-config/prompts/investigator.md": packaged})
-    assert status == "failed" and "eval gate held: 1/1 cases passed" in trace, trace[-3000:]
-    wanted = re.search(r'eval-signoff\.json with \{"digest": "([0-9a-f]+)"', trace)
-    assert wanted, trace[-3000:]
-    assert world.cli("mr-monitor", "--json")[0] == 0
-    assert (
-        len(_fixes(world)) == 2 and not world.state("monitored-mrs.json")["mrs"][key]["escalated"]
-    )
-    # the operator signs off exactly this change, as the gate's log asks: green, and merged
-    signoff = json.dumps({"digest": wanted.group(1), "by": "alice"})
-    status, trace = _push(world, mr, {"eval-signoff.json": signoff})
+    fix_files = {"agent-config/prompts/investigator.md": packaged}
+    signoff = json.dumps({"digest": _digest(world.root / "digest", fix_files), "by": "alice"})
+    status, trace = _push(world, mr, {**fix_files, "eval-signoff.json": signoff})
     assert status == "success", trace[-3000:]
+    assert "eval gate held: 1/1 cases passed" in trace, trace[-3000:]
     assert "the operator alice signed it off" in trace
     assert world.cli("mr-monitor", "--json")[0] == 0  # green: nothing more to fix
-    assert len(_fixes(world)) == 2
+    assert _fixes(world) == [fix]
     merged = world.merge(mr["iid"])
     assert merged["ok"], merged
 
@@ -239,3 +235,15 @@ def _push(world: World, mr: dict[str, Any], files: dict[str, str]) -> tuple[str,
 
 def _fixes(world: World) -> list[dict[str, Any]]:
     return [p for p in payloads(world.root, "dev-agent") if p["args"].get("mode") == "fix_ci"]
+
+
+def _digest(folder: Path, files: dict[str, str]) -> str:
+    """The digest the gate names for a change that leaves ``files`` as given (what the
+    operator signs off), from the harness's own rule (harness_cli.eval.gate)."""
+    folder.mkdir()
+    for path, text in files.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text)
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "the fix"]):
+        subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True)
+    return gate.change_digest(folder, sorted(files))
