@@ -33,11 +33,17 @@ from harness_cli.eval.incidents.grade import (
     summarise,
 )
 from harness_cli.eval.incidents.investigators import library_case, survey
-from harness_cli.eval.incidents.model import Incident, load_incident, load_incidents
+from harness_cli.eval.incidents.model import (
+    INCIDENTS_DIR,
+    Incident,
+    load_incident,
+    load_incidents,
+)
 from harness_cli.eval.incidents.run import IncidentBench, final_confidence
 from harness_cli.loop.report import parse_report
+from harness_cli.sandbox.jira_api import SANDBOX_TOKEN, SANDBOX_USER, JiraEmulator
 from harness_cli.sandbox.model_script import load_script
-from harness_cli.sandbox.world import knowledge, seeded, telemetry
+from harness_cli.sandbox.world import knowledge, seeded, telemetry, tracker
 from harness_cli.sandbox.world.incident import NOW, when
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field 'lifespan' has an incomplete definition")
@@ -54,8 +60,18 @@ def test_the_corpus_is_large_enough_and_has_both_exits() -> None:
     assert exits.count("blocked") >= 3 and exits.count("complete") >= 15
 
 
+@pytest.fixture(scope="module")
+def jira() -> Iterator[JiraEmulator]:
+    emulator = JiraEmulator(deployment="Cloud")
+    emulator.start()
+    yield emulator
+    emulator.stop()
+
+
 def _answer(incident: Incident, server: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    """What the world's server would answer, computed in-process from the seeded state."""
+    """What the world's server would answer: logs, metrics and docs computed in-process from
+    the seeded state; the tracker through the Jira emulator seeded with the incident's issues
+    (a status it cannot render is a 500 there, as it would be in a run)."""
     world = seeded.parse(incident.seed_file())
     if server == "logs":
         return telemetry.search_logs(**args, lines=world.lines, services=world.services)
@@ -65,12 +81,18 @@ def _answer(incident: Incident, server: str, tool: str, args: dict[str, Any]) ->
         return knowledge.get_doc(args["doc_id"], world.docs)
     if server == "docs":
         return knowledge.search_docs(args["query"], docs=world.docs)
-    [ticket] = [t for t in incident.world.tickets if t["key"] == args["key"]]
-    return ticket
+    return {"get_issue": tracker.issue, "get_comments": tracker.comments}[tool](args["key"])
 
 
 @pytest.mark.parametrize("incident", INCIDENTS, ids=lambda i: i.id)
-def test_each_evidence_query_shows_the_truth_on_its_seeded_world(incident: Incident) -> None:
+def test_each_evidence_query_shows_the_truth_on_its_seeded_world(
+    incident: Incident, jira: JiraEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jira.control("reset", {})
+    jira.control("seed", incident.jira_seed())
+    monkeypatch.setenv("JIRA_URL", jira.url)
+    monkeypatch.setenv("JIRA_USER", SANDBOX_USER)
+    monkeypatch.setenv("JIRA_TOKEN", SANDBOX_TOKEN)
     for e in incident.evidence:
         if e.outcome == "ok":
             said = json.dumps(_answer(incident, e.server, e.tool, e.args), ensure_ascii=False)
@@ -111,6 +133,21 @@ def test_a_bad_incident_file_is_one_clear_line(tmp_path: Path) -> None:
     path.write_text(raw.read_text().replace("outcome: denied", "outcome: ok"))
     with pytest.raises(ConfigError, match="blocked incident needs an evidence call that fails"):
         load_incident(path)
+    path.write_text(raw.read_text().replace("status: Done", "status: Closed"))
+    with pytest.raises(ConfigError, match="status 'Closed' is not one of Jira's"):
+        load_incident(path)
+
+
+def test_the_cli_refuses_bad_input_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness_cli.cli import run
+
+    assert run(["eval", "incidents", "--investigator", "worst"]) == 2
+    assert run(["eval", "incidents", "inc-99-nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "harness: --investigator 'worst' — use reference or bad",
+        f"harness: no incident 'inc-99-nope' in {INCIDENTS_DIR}",
+    ]
 
 
 # -- arithmetic on known inputs ----------------------------------------------------------

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from harness_cli.errors import ConfigError
 from harness_cli.investigation.library import EVALS_DIR
+from harness_cli.sandbox.jira_state import STATUSES
 from harness_cli.sandbox.world.incident import NOW, START, stamp, when
 
 __all__ = ["INCIDENTS_DIR", "Evidence", "Incident", "load_incident", "load_incidents"]
@@ -154,6 +155,13 @@ class Incident(_Strict):
             raise ValueError("an incident needs the evidence that proves it")
         if not self.world.tickets:
             raise ValueError("an incident needs at least one ticket in world.tickets")
+        for ticket in self.world.tickets:
+            # the Jira emulator seeds any status but answers 500 for one it does not know
+            if ticket.get("status", "To Do") not in STATUSES:
+                raise ValueError(
+                    f"ticket {ticket.get('key')}: status {ticket.get('status')!r} is not one "
+                    f"of Jira's: {', '.join(STATUSES)}"
+                )
         failing = [e for e in self.evidence if e.outcome != "ok"]
         if self.exit == "blocked" and not failing:
             raise ValueError("a blocked incident needs an evidence call that fails (outcome:)")
