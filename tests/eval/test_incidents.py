@@ -41,8 +41,10 @@ from harness_cli.eval.incidents.model import (
 )
 from harness_cli.eval.incidents.run import IncidentBench, final_confidence
 from harness_cli.loop.report import parse_report
+from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.jira_api import SANDBOX_TOKEN, SANDBOX_USER, JiraEmulator
 from harness_cli.sandbox.model_script import load_script
+from harness_cli.sandbox.runner import SANDBOX_TOKENS
 from harness_cli.sandbox.world import knowledge, seeded, telemetry, tracker
 from harness_cli.sandbox.world.incident import NOW, when
 
@@ -325,3 +327,34 @@ def test_the_reference_passes_where_the_careless_one_fails(
 
     [r, b] = summarise([ref, bad])
     assert r.brier < b.brier
+
+
+@pytest.mark.slow
+def test_live_mode_hook_runs_the_same_path_with_a_judge_model(
+    bench: IncidentBench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``live``: the precommit and the investigator go to the environment's endpoint (here an
+    emulator standing in for the real API, playing the reference's script), the root cause is
+    graded by a judge model (here a function that reads the prompt it is given)."""
+    incident = BY_ID["inc-01-pool-leak"]
+    stand_in = AnthropicEmulator()
+    stand_in.start()
+    try:
+        stand_in.load_script(library_case(incident, "reference").model_source())
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", stand_in.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", SANDBOX_TOKENS["ANTHROPIC_API_KEY"])
+        asked: list[str] = []
+
+        def judge_model(prompt: str) -> str:
+            asked.append(prompt)
+            right = "refund_batch" in prompt.split("ANSWER:", 1)[1]
+            return json.dumps({"correct": right, "why": "names the leaking refund_batch"})
+
+        bench.judge = judge_for(live=True, model=judge_model)
+        result = bench.run(incident, "live")
+        assert result.passed, result.to_json()
+        assert result.root_cause_why == "names the leaking refund_batch" and len(asked) == 1
+        assert {c.role for c in stand_in.calls} == {"precommit", "investigator"}
+    finally:
+        bench.judge = RubricJudge()
+        stand_in.stop()

@@ -23,8 +23,12 @@ from harness_cli.investigation.library import Expect, LibraryCase, Setup
 
 __all__ = ["INVESTIGATORS", "Investigator", "library_case", "mcp_settings"]
 
-Investigator = Literal["reference", "bad"]
+Investigator = Literal["reference", "bad", "live"]
 INVESTIGATORS: tuple[Investigator, ...] = ("reference", "bad")
+"""The scripted pair a benchmark run compares; ``live`` is the hook of live mode: the real API
+(ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL of the environment) plays the precommit and the
+investigator, the script the reviewers — grade it with ``grade.judge_for(live=True, …)``."""
+LIVE_ROLES = ("precommit", "investigator")
 REFERENCE_CONFIDENCE = 85
 BLOCKED_CONFIDENCE = 40
 BAD_CONFIDENCE = 95
@@ -46,8 +50,11 @@ def mcp_settings() -> dict[str, Any]:
 
 def library_case(incident: Incident, who: Investigator) -> LibraryCase:
     """The incident as an eval case of the harness's library, played by ``who``."""
-    script = _reference(incident) if who == "reference" else _bad(incident)
-    roles = {"precommit": [_slate(incident)], "investigator": script}
+    if who == "live":  # the slate would tell a real model the answer: it writes its own
+        roles: dict[str, list[dict[str, Any]]] = {}
+    else:
+        script = _reference(incident) if who == "reference" else _bad(incident)
+        roles = {"precommit": [_slate(incident)], "investigator": script}
     return LibraryCase(
         id=f"{incident.id}--{who}",
         description=f"{incident.title} ({who} investigator)",
@@ -55,6 +62,7 @@ def library_case(incident: Incident, who: Investigator) -> LibraryCase:
         defective=who == "bad",
         script="inv_honest",
         roles=roles,
+        models=dict.fromkeys(LIVE_ROLES, "live") if who == "live" else {},
         setup=Setup(
             ticket=incident.ticket,
             thresholds={"max_iterations": MAX_ITERATIONS},
