@@ -37,6 +37,7 @@ def incidents(
     ),
 ) -> None:
     """Run the incidents through `harness investigate` (anthropic runtime, scripted models)."""
+    # Imported here: the emulators and the world stay off `harness --help`'s path.
     import json
 
     from harness_cli.errors import InputError

@@ -19,6 +19,7 @@ right. Brier = mean((p − y)²); ECE = Σ_b (n_b / N) · |mean(y in b) − mean
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -117,8 +118,6 @@ class _ModelJudge:
         self.model = model
 
     def __call__(self, incident: Incident, answer: str) -> JudgeVerdict:
-        import json
-
         reply = self.model(judge_prompt(incident, answer))
         found = re.search(r"\{.*\}", reply, re.DOTALL)
         try:

@@ -20,11 +20,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness_cli import resources
 from harness_cli.eval.incidents.grade import CaseResult, Judge, RubricJudge, answer_text
 from harness_cli.eval.incidents.grade import grade_evidence as _grade_evidence
 from harness_cli.eval.incidents.investigators import Investigator, library_case
 from harness_cli.eval.incidents.model import SOURCES, Incident
 from harness_cli.loop.report import CompletionReport, extract_report
+from harness_cli.sandbox.anthropic_api import AnthropicEmulator
+from harness_cli.sandbox.investigation_library import run_case
+from harness_cli.sandbox.jira_api import SANDBOX_TOKEN, SANDBOX_USER, JiraEmulator
+from harness_cli.sandbox.world.runner import World
 
 __all__ = ["IncidentBench", "bench"]
 
@@ -36,15 +41,12 @@ class IncidentBench:
 
     def __init__(self, root: Path, runtime: str = "anthropic", judge: Judge | None = None):
         self.root, self.runtime, self.judge = root, runtime, judge or RubricJudge()
-        self.world: Any = None
-        self.jira: Any = None
-        self.anthropic: Any = None
+        self.world: World | None = None
+        self.jira: JiraEmulator | None = None
+        self.anthropic: AnthropicEmulator | None = None
+        self.config = root / "config"
 
     def start(self) -> IncidentBench:
-        from harness_cli.sandbox.anthropic_api import AnthropicEmulator
-        from harness_cli.sandbox.jira_api import SANDBOX_TOKEN, SANDBOX_USER, JiraEmulator
-        from harness_cli.sandbox.world.runner import World
-
         self.root.mkdir(parents=True, exist_ok=True)
         self.jira = JiraEmulator(deployment="Cloud")
         self.jira.start()
@@ -53,7 +55,7 @@ class IncidentBench:
         env = {"JIRA_URL": self.jira.url, "JIRA_USER": SANDBOX_USER, "JIRA_TOKEN": SANDBOX_TOKEN}
         self.world = World(self.root / "world", env).start()
         self.world.wait_ready()
-        self.config = self._config_root()
+        self._config_root(self.world)
         return self
 
     def stop(self) -> None:
@@ -67,23 +69,21 @@ class IncidentBench:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _config_root(self) -> Path:
+    def _config_root(self, world: World) -> None:
         """The packaged example config with the world's four sources as mcp.json (all over
         HTTP: one host serves every run; a stdio server would be a process per run)."""
-        from harness_cli import resources
-
-        root = self.root / "config"
+        root = self.config
         shutil.rmtree(root, ignore_errors=True)
         shutil.copytree(resources.example_config(), root / "agent-config")
         shutil.copytree(resources.example_sops(), root / "sops")
-        servers = {name: self.world.http_entry(name) for name in SOURCES}
+        servers = {name: world.http_entry(name) for name in SOURCES}
         (root / "agent-config" / "mcp.json").write_text(
             json.dumps({"mcpServers": servers}, indent=2) + "\n", encoding="utf-8"
         )
-        return root
 
     def seed(self, incident: Incident) -> None:
         """The world as the incident tells it; nothing of the last run is left."""
+        assert self.world is not None and self.jira is not None
         self.world.act("reset")
         seed = self.world.root / "incident.json"
         fresh = seed.with_suffix(".tmp")
@@ -95,8 +95,7 @@ class IncidentBench:
             self.world.fault(**fault)
 
     def run(self, incident: Incident, who: Investigator) -> CaseResult:
-        from harness_cli.sandbox.investigation_library import run_case
-
+        assert self.world is not None, "IncidentBench.start() first"
         self.seed(incident)
         case = library_case(incident, who)
         case.setup.env["HARNESS_EVAL_LEAN"] = "1"  # no `review`/`case show` after the run
