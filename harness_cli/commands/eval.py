@@ -196,13 +196,18 @@ def export(
 
 
 class _App:
-    """``harness eval export CASE`` or ``harness eval [SUITE…]``: one command name, two
-    shapes, routed on the first word."""
+    """``harness eval export CASE``, ``harness eval incidents [ID…]`` or ``harness eval
+    [SUITE…]``: one command name, three shapes, routed on the first word."""
 
     def __call__(self, *, args: list[str], prog_name: str, standalone_mode: bool) -> Any:
         if args and args[0] == "export":
             return export_app(args=args[1:], prog_name=f"{prog_name} export",
                               standalone_mode=standalone_mode)  # fmt: skip
+        if args and args[0] == "incidents":  # the incident benchmark: its own options
+            from harness_cli.commands.eval_incidents import app as incidents_app
+
+            return incidents_app(args=args[1:], prog_name=f"{prog_name} incidents",
+                                 standalone_mode=standalone_mode)  # fmt: skip
         return run_app(args=args, prog_name=prog_name, standalone_mode=standalone_mode)
 
 

@@ -76,25 +76,34 @@ DOCS: dict[str, dict[str, str]] = {
 
 @cache
 def _index() -> dict[str, set[str]]:
+    return _terms(DOCS)
+
+
+def _terms(docs: dict[str, dict[str, str]]) -> dict[str, set[str]]:
     return {
         doc_id: set(re.findall(r"\w+", f"{doc['title']} {doc['body']}".lower()))
-        for doc_id, doc in DOCS.items()
+        for doc_id, doc in docs.items()
     }
 
 
-def search_docs(query: str, limit: int = 5) -> dict[str, Any]:
-    """Docs ranked by how many of the query's words they contain (ties: newest first)."""
+def search_docs(
+    query: str, limit: int = 5, docs: dict[str, dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """Docs ranked by how many of the query's words they contain (ties: newest first);
+    ``docs``: a seeded incident's own (``seeded``) instead of the default's."""
     words = set(re.findall(r"\w+", query.lower()))
     if not words:
         raise ValueError("give at least one word to search for")
-    scored = [(len(words & terms), doc_id) for doc_id, terms in _index().items()]
+    index = _index() if docs is None else _terms(docs)
+    docs = DOCS if docs is None else docs
+    scored = [(len(words & terms), doc_id) for doc_id, terms in index.items()]
     ranked = sorted(
         ((score, doc_id) for score, doc_id in scored if score),
-        key=lambda pair: (-pair[0], DOCS[pair[1]]["updated"]),
+        key=lambda pair: (-pair[0], docs[pair[1]]["updated"]),
     )
     hits = []
     for score, doc_id in ranked[: max(1, min(limit, 20))]:
-        doc = DOCS[doc_id]
+        doc = docs[doc_id]
         hits.append(
             {
                 "id": doc_id,
@@ -108,10 +117,11 @@ def search_docs(query: str, limit: int = 5) -> dict[str, Any]:
     return {"query": query, "total": len(ranked), "results": hits}
 
 
-def get_doc(doc_id: str) -> dict[str, Any]:
-    if doc_id not in DOCS:
+def get_doc(doc_id: str, docs: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+    docs = DOCS if docs is None else docs
+    if doc_id not in docs:
         raise ValueError(f"no document {doc_id!r}: search_docs lists the ids")
-    return {"id": doc_id, **DOCS[doc_id]}
+    return {"id": doc_id, **docs[doc_id]}
 
 
 def jira_seed() -> dict[str, Any]:

@@ -22,7 +22,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-from harness_cli.sandbox.world import database, knowledge, telemetry, tracker
+from harness_cli.sandbox.world import database, seeded, tracker
 from harness_cli.sandbox.world.control import WorldControl, WorldFault
 from harness_cli.sandbox.world.runner import SERVERS
 
@@ -158,13 +158,13 @@ def _logs(server: FastMCP, guard: Guard, root: Path) -> None:
         return await guard(
             "search_logs",
             {**args, "limit": limit},
-            lambda: telemetry.search_logs(service, query, start, end, level, limit),
+            lambda: seeded.search_logs(root, service, query, start, end, level, limit),
         )
 
     @server.tool(annotations=_hints(True))
     async def list_services() -> CallToolResult:
         """The services that ship logs here."""
-        return await guard("list_services", {}, lambda: {"services": list(telemetry.SERVICES)})
+        return await guard("list_services", {}, lambda: seeded.list_services(root))
 
 
 def _metrics(server: FastMCP, guard: Guard, root: Path) -> None:
@@ -180,17 +180,15 @@ def _metrics(server: FastMCP, guard: Guard, root: Path) -> None:
         end (ISO-8601 or relative: -1d)."""
         args = {"metric": metric, "service": service, "start": start, "end": end, "step": step}
         return await guard(
-            "query_metrics", args, lambda: telemetry.query_metric(metric, service, start, end, step)
+            "query_metrics",
+            args,
+            lambda: seeded.query_metric(root, metric, service, start, end, step),
         )
 
     @server.tool(annotations=_hints(True))
     async def list_metrics() -> CallToolResult:
         """Every metric with its service, aggregation and meaning."""
-        listed = [
-            {"metric": m, "service": s, "aggregation": a, "description": d}
-            for m, (s, a, d) in telemetry.METRICS.items()
-        ]
-        return await guard("list_metrics", {}, lambda: {"metrics": listed})
+        return await guard("list_metrics", {}, lambda: seeded.list_metrics(root))
 
 
 def _tracker(server: FastMCP, guard: Guard, root: Path) -> None:
@@ -222,12 +220,12 @@ def _docs(server: FastMCP, guard: Guard, root: Path) -> None:
     async def search_docs(query: str, limit: int = 5) -> CallToolResult:
         """Search runbooks, postmortems, release notes and architecture docs."""
         args = {"query": query, "limit": limit}
-        return await guard("search_docs", args, lambda: knowledge.search_docs(query, limit))
+        return await guard("search_docs", args, lambda: seeded.search_docs(root, query, limit))
 
     @server.tool(annotations=_hints(True))
     async def get_doc(doc_id: str) -> CallToolResult:
         """One document in full, by the id search_docs gave."""
-        return await guard("get_doc", {"doc_id": doc_id}, lambda: knowledge.get_doc(doc_id))
+        return await guard("get_doc", {"doc_id": doc_id}, lambda: seeded.get_doc(root, doc_id))
 
 
 def _db(server: FastMCP, guard: Guard, root: Path) -> None:

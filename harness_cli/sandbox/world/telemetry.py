@@ -119,16 +119,19 @@ def search_logs(
     end: str | None = None,
     level: str | None = None,
     limit: int = 100,
+    lines: tuple[LogLine, ...] | None = None,
+    services: tuple[str, ...] = SERVICES,
 ) -> dict[str, Any]:
-    """Matching lines, oldest first, at most ``limit`` (≤ 1000); ``truncated`` says if more."""
-    if service and service not in SERVICES:
-        raise ValueError(f"unknown service {service!r}: one of {', '.join(SERVICES)}")
+    """Matching lines, oldest first, at most ``limit`` (≤ 1000); ``truncated`` says if more.
+    ``lines``/``services``: a seeded incident's own (``seeded``) instead of the default's."""
+    if service and service not in services:
+        raise ValueError(f"unknown service {service!r}: one of {', '.join(services)}")
     since, until = when(start, START), when(end, NOW)
     words = (query or "").lower().split()
     limit = max(1, min(int(limit), MAX_LIMIT))
     found = [
         line
-        for line in log_lines()
+        for line in (log_lines() if lines is None else lines)
         if since <= line.at <= until
         and (not service or line.service == service)
         and (not level or line.level == level.upper())
@@ -204,11 +207,15 @@ def query_metric(
     start: str | None = None,
     end: str | None = None,
     step: str = "1h",
+    metrics: dict[str, tuple[str, str, str]] | None = None,
+    buckets: dict[tuple[str, str], dict[datetime, float]] | None = None,
 ) -> dict[str, Any]:
-    """One time series: ``points`` are ``[timestamp, value]`` per ``step`` (15m, 1h, 6h, 1d)."""
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}: one of {', '.join(METRICS)}")
-    owner, how, _ = METRICS[metric]
+    """One time series: ``points`` are ``[timestamp, value]`` per ``step`` (15m, 1h, 6h, 1d).
+    ``metrics``/``buckets``: a seeded incident's own (``seeded``) instead of the default's."""
+    metrics = METRICS if metrics is None else metrics
+    if metric not in metrics:
+        raise ValueError(f"unknown metric {metric!r}: one of {', '.join(metrics)}")
+    owner, how, _ = metrics[metric]
     chosen = service or (owner if owner != "*" else "")
     if not chosen or (owner != "*" and chosen != owner):
         wanted = "a service: pricing-service or checkout-api" if owner == "*" else owner
@@ -217,7 +224,7 @@ def query_metric(
     if step not in steps:
         raise ValueError(f"step must be one of {', '.join(steps)}")
     since, until = when(start, START), when(end, NOW)
-    raw = _buckets().get((metric, chosen), {})
+    raw = (_buckets() if buckets is None else buckets).get((metric, chosen), {})
     width = BUCKET * steps[step]
     grouped: dict[datetime, float] = {}
     for slot, value in sorted(raw.items()):
