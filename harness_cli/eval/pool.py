@@ -48,8 +48,11 @@ def run_trials(
     jobs: int | None = None,
     timeout_s: float = 300.0,
     progress: Progress | None = None,
+    admit: Callable[[TrialSpec], TrialSpec | None] | None = None,
 ) -> list[TrialResult]:
-    """Every spec's result, in spec order."""
+    """Every started spec's result, in spec order. ``admit`` sees each spec before it starts
+    and may change it or return None: then no further trial starts (a live run's cost cap),
+    the ones in flight end and are counted."""
     pending = list(specs)[::-1]
     results: dict[int, TrialResult] = {}
     workers: list[_Worker] = []
@@ -67,10 +70,14 @@ def run_trials(
     try:
         for _ in range(min(jobs or default_jobs(), total)):
             workers.append(_spawn(sel, env, scratch))
-        while len(results) < total:
+        while pending or any(w.spec is not None for w in workers):
             for w in workers:
                 if w.spec is None and pending:
-                    _give(w, pending.pop())
+                    spec = admit(pending.pop()) if admit else pending.pop()
+                    if spec is None:
+                        pending.clear()
+                        break
+                    _give(w, spec)
             now = time.monotonic()
             waits = [w.started + timeout_s - now for w in workers if w.spec is not None]
             for key, _ in sel.select(timeout=max(0.05, min(waits, default=1.0))):
@@ -98,7 +105,7 @@ def run_trials(
         for w in workers:
             _stop(w, sel)
         shutil.rmtree(scratch, ignore_errors=True)
-    return [results[s.index] for s in specs]
+    return [results[s.index] for s in specs if s.index in results]
 
 
 def scratch_parent(*, claude_cli: bool = False) -> str | None:
