@@ -68,6 +68,18 @@ TOKENS_PER_TRIAL: dict[str, TokensPerTrial] = {
 such; a live run's report gives the metered $ per trial beside it."""
 
 
+DEMO_RUNS = ("investigation", "delivery", "delivery")
+"""What ``harness demo --live`` is estimated at: the investigation with its reviews, then two
+delivery runs' worth (the MR's task; the red CI fixed and the review answered)."""
+
+
+def upstream(env: dict[str, str]) -> Any:
+    """Where the emulators hand every role's request (``require_key``'s key and endpoint)."""
+    from harness_cli.sandbox.anthropic_forward import Upstream
+
+    return Upstream(env[BASE_ENV], env[KEY_ENV], LIVE_ROLES)
+
+
 def has_key() -> bool:
     return bool(os.environ.get(KEY_ENV))
 
@@ -144,13 +156,14 @@ class Estimate:
     trials: int
     usd: float
     per_kind: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unit: str = "live trial"
 
     def line(self) -> str:
         kinds = "; ".join(
-            f"{k}: {v['trials']} trial(s) × ~{v['tokens']:,} tokens × ${v['usd_per_trial']:.2f}"
+            f"{k}: {v['trials']} × ~{v['tokens']:,} tokens × ${v['usd_per_trial']:.2f}"
             for k, v in self.per_kind.items()
         )
-        return (f"estimate: ~${self.usd:.2f} for {self.trials} live trial(s) on {self.model} "
+        return (f"estimate: ~${self.usd:.2f} for {self.trials} {self.unit}(s) on {self.model} "
                 f"({kinds}; per-trial figures estimated in harness_cli/eval/live.py)")  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
@@ -169,9 +182,11 @@ def trial_config(config_root: Path | None) -> tuple[str, CostSettings]:
     return str(data.get("model") or DEFAULT_MODEL), settings
 
 
-def estimate(kinds: Sequence[str], model: str, settings: CostSettings) -> Estimate:
+def estimate(
+    kinds: Sequence[str], model: str, settings: CostSettings, unit: str = "live trial"
+) -> Estimate:
     """``kinds``: one entry per planned trial (its case's kind)."""
-    out = Estimate(model, len(kinds), 0.0)
+    out = Estimate(model, len(kinds), 0.0, unit=unit)
     for kind in sorted(set(kinds)):
         t = TOKENS_PER_TRIAL[kind]
         each = price_usd(model, input_tokens=t.input, output_tokens=t.output,

@@ -9,6 +9,7 @@ latency and calibration, on both runtimes."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,3 +165,87 @@ def test_percentile_is_nearest_rank() -> None:
     assert live.percentile([3.0, 1.0, 2.0, 10.0], 50) == 2.0
     assert live.percentile([3.0, 1.0, 2.0, 10.0], 95) == 10.0
     assert live.percentile([], 50) == 0.0
+
+
+# -- harness demo --live ------------------------------------------------------------------------
+
+
+def test_demo_live_without_a_key_is_refused_in_one_line(
+    cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    keep = tmp_path / "demo"
+    code, out, err = cli("demo", "--live", "--keep", str(keep))
+    assert code == 2 and out == "" and not keep.exists()
+    assert err.count("\n") == 1 and "harness demo --live needs ANTHROPIC_API_KEY" in err
+
+
+def test_demo_live_over_the_cap_is_refused_before_the_sandbox_starts(
+    cli: Any, api: AnthropicEmulator, tmp_path: Path
+) -> None:
+    keep = tmp_path / "demo"
+    code, _, err = cli("demo", "--live", "--max-usd", "0.5", "--keep", str(keep))
+    assert code == 4 and "over --max-usd 0.5" in err and not keep.exists() and not api.calls
+
+
+def test_demo_live_dry_run_prints_the_estimate_and_the_steps(cli: Any) -> None:
+    code, out, err = cli("demo", "--live", "--dry-run", "--json")
+    assert code == 0, err
+    data = _data(out)
+    assert data["dry_run"] and data["estimate"]["usd"] > 0 and "investigate" in data["steps"]
+
+
+def test_demo_max_usd_without_live_is_refused(cli: Any) -> None:
+    code, _, err = cli("demo", "--max-usd", "3")
+    assert code == 2 and "add --live" in err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("HARNESS_BENCH_FULL"),
+    reason="the whole demo takes minutes on 2 cores: HARNESS_BENCH_FULL=1 runs it",
+)
+def test_demo_live_plays_every_step_on_the_environment_s_endpoint(
+    cli: Any, api: AnthropicEmulator
+) -> None:
+    api.load_script(SCRIPTS_DIR / "demo.yaml")
+    code, out, err = cli("demo", "--live", "--runtime", "anthropic", "--max-usd", "10", "--json")
+    data = _data(out)
+    assert code == 0, (err, data["steps"])
+    assert {"investigator", "dev-agent"} <= {c.role for c in api.calls}
+    assert data["live"]["spent_usd"] > 0
+
+
+@pytest.mark.slow
+def test_a_live_run_on_an_mr_s_overlay_is_the_report_its_gate_asks_for(
+    cli: Any, api: AnthropicEmulator, tmp_path: Path
+) -> None:
+    """#31 items 6 and 7 together: the gate's hint (`harness eval --live --overlay . --baseline
+    …`) run on an MR that changes an SOP gives the report that lets the scripted gate hold."""
+    import shutil
+    import subprocess
+
+    from harness_cli import resources
+    from harness_cli.eval import gate
+
+    repo = tmp_path / "repo"
+    shutil.copytree(resources.example_sops(), repo / "sops")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    path = repo / gate.BASELINE_FILE
+    gate.write(path, gate.Baseline([CASE], 1, 1, 1, 0.21, 1.0, gate.manifest(repo)), inside=repo)
+    sop = repo / "sops" / "INVESTIGATION.md"
+    sop.write_text(sop.read_text() + "\nState the cause before the evidence.\n")
+    subprocess.run([*git, "commit", "-qam", "sop"], check=True)
+    scripted = ("eval", "--overlay", str(repo), "--baseline", str(path), "--json")
+    code, out, _ = cli(*scripted)
+    assert code == 1 and "scripted evals cannot judge it" in out
+    assert "harness eval --live --overlay ." in out  # the hint names the live run
+    code, out, err = cli("eval", "--live", "--overlay", str(repo), "--baseline", str(path),
+                         "--json")  # fmt: skip
+    assert code == 0, err
+    (repo / gate.LIVE_REPORT).write_text(out)
+    code, out, _ = cli(*scripted)
+    assert code == 0 and "the live run attached" in out and "held" in out, out
