@@ -49,7 +49,9 @@ def evaluate(
     ),
     runtime: str = typer.Option("anthropic", "--runtime", help="anthropic or claude-code."),
     jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Parallel trials (0: the cores)."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Wall clock of one trial, seconds."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", help="Wall clock of one trial, seconds (300; --live: 1800)."
+    ),
     out: Path | None = typer.Option(
         None,
         "--out",
@@ -118,6 +120,10 @@ def evaluate(
         _live_usage(ablate, matrix, dry_run)
     elif max_usd is not None:
         raise InputError("--max-usd caps a live run's spend", hint="add --live, or drop it")
+    if timeout is None:
+        from harness_cli.eval.live import TIMEOUT_S
+
+        timeout = TIMEOUT_S if live else 300.0
     from harness_cli.eval import gate
 
     floor = gate.read(baseline) if baseline is not None else None
@@ -176,6 +182,10 @@ def evaluate(
         out = Path("eval-report")
     if out is not None:
         result.changed.append(report.write(run, out))
+        if live:
+            from harness_cli.eval.live import write
+
+            result.changed.append(write(live_said, out))
     emit(result)
 
 

@@ -34,6 +34,10 @@ from harness_cli.errors import InputError, PolicyRefused
 from harness_cli.eval.trial import TrialResult, TrialSpec
 from harness_cli.investigation.library import LibraryCase
 
+TIMEOUT_S = 1800.0
+"""A live trial's default wall clock (``--timeout``): a real investigation of up to 20
+iterations with its reviews, or a delivery with its CI, takes many minutes; a trial killed at
+it counts as a timeout (with what it had spent)."""
 KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_ENV = "ANTHROPIC_BASE_URL"
 
@@ -123,10 +127,13 @@ def live_case(case: LibraryCase, usd_cap: float | None = None) -> LibraryCase:
         "prompt_once": {}, "guard_notes": [], "verdict_codes": [], "dm_contains": [],
         "analysis_contains": [], "case_show_contains": [], "exit_note": None,
     })  # fmt: skip
-    if e.delivery is not None:  # the fix's words and file contents are the script's
+    if e.delivery is not None:
+        # The fix's words and file contents are the script's; and a real model's commands may
+        # fail on the way (a red test run before the fix, a grep that finds nothing): what it
+        # is graded on is the MR, its pipeline, the push and the acceptance record.
         expect.delivery = e.delivery.model_copy(update={
             "branch_contains": [], "replies_contain": [], "dm_contains": [],
-            "commands_may_fail": ["pytest", "test"],
+            "commands_may_fail": [""],
         })  # fmt: skip
     setup = case.setup
     if usd_cap is not None:
@@ -280,6 +287,17 @@ def lines(data: dict[str, Any]) -> list[str]:
                    f"{cap['max_usd']:g}; {cap['trials_not_started']} trial(s) not started "
                    "(this report is partial)")  # fmt: skip
     return out
+
+
+def write(data: dict[str, Any], out: Path) -> str:
+    """``live.json`` and ``live.md`` (the same lines as the terminal's) beside the report."""
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "live.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
+    text = "# harness eval --live\n\n" + "\n".join(f"- {line}" for line in lines(data)) + "\n"
+    (out / "live.md").write_text(text, encoding="utf-8")
+    return f"wrote {out / 'live.md'} and {out / 'live.json'}"
 
 
 Progress = Callable[[TrialResult, int, int], None]

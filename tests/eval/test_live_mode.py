@@ -24,6 +24,10 @@ from harness_cli.sandbox.runner import SANDBOX_TOKENS
 from harness_cli.services.claude_cli import find_claude
 
 CASE = str(DEFAULT_DIR / "honest-complete.yaml")
+FULL_ONLY = pytest.mark.skipif(
+    not os.environ.get("HARNESS_BENCH_FULL"),
+    reason="a minute or more of trials on 2 cores (CI time): HARNESS_BENCH_FULL=1 runs it",
+)
 ROLES = {"precommit", "investigator", "adversarial-reviewer", "red-team"}
 
 
@@ -45,9 +49,10 @@ def _data(out: str) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_a_live_eval_is_a_model_eval_with_its_estimate_cost_and_latency(
-    cli: Any, api: AnthropicEmulator
+    cli: Any, api: AnthropicEmulator, tmp_path: Path
 ) -> None:
-    code, out, err = cli("eval", "--live", CASE, "--runs", "2", "--jobs", "1", "--json")
+    code, out, err = cli("eval", "--live", CASE, "--runs", "2", "--jobs", "2", "--json",
+                         "--out", str(tmp_path / "report"))  # fmt: skip
     assert code == 0, err
     data = _data(out)
     assert data["kind"] == "model" and data["trials_started"] == 2  # --runs trials, not one
@@ -66,6 +71,8 @@ def test_a_live_eval_is_a_model_eval_with_its_estimate_cost_and_latency(
     # Every role was played by the endpoint of the environment, none by a trial's script.
     assert {c.role for c in api.calls} >= ROLES
     assert all(c.rule != "unmatched" for c in api.calls)
+    written = json.loads((tmp_path / "report" / "live.json").read_text())
+    assert written == said and "latency p50" in (tmp_path / "report" / "live.md").read_text()
 
 
 def test_the_estimate_over_the_cap_is_refused_before_any_trial(
@@ -133,6 +140,7 @@ def test_max_usd_without_live_is_refused(cli: Any) -> None:
 
 @pytest.mark.slow
 @pytest.mark.claude_cli
+@FULL_ONLY
 @pytest.mark.skipif(find_claude() is None, reason="the claude CLI is not installed here")
 def test_live_on_the_claude_cli_reaches_the_environment_s_endpoint(
     cli: Any, api: AnthropicEmulator
@@ -201,10 +209,7 @@ def test_demo_max_usd_without_live_is_refused(cli: Any) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not os.environ.get("HARNESS_BENCH_FULL"),
-    reason="the whole demo takes minutes on 2 cores: HARNESS_BENCH_FULL=1 runs it",
-)
+@FULL_ONLY
 def test_demo_live_plays_every_step_on_the_environment_s_endpoint(
     cli: Any, api: AnthropicEmulator
 ) -> None:
@@ -217,6 +222,7 @@ def test_demo_live_plays_every_step_on_the_environment_s_endpoint(
 
 
 @pytest.mark.slow
+@FULL_ONLY
 def test_a_live_run_on_an_mr_s_overlay_is_the_report_its_gate_asks_for(
     cli: Any, api: AnthropicEmulator, tmp_path: Path
 ) -> None:
@@ -249,3 +255,60 @@ def test_a_live_run_on_an_mr_s_overlay_is_the_report_its_gate_asks_for(
     (repo / gate.LIVE_REPORT).write_text(out)
     code, out, _ = cli(*scripted)
     assert code == 0 and "the live run attached" in out and "held" in out, out
+
+
+@pytest.mark.slow
+def test_a_live_trial_killed_at_its_wall_clock_still_counts_what_it_spent(
+    cli: Any, api: AnthropicEmulator
+) -> None:
+    """The API hangs once the investigator is asked: the trial is killed at --timeout and
+    counted as a timeout, with the spend its home had logged (the precommit lock's call) —
+    a cap that missed a killed trial's spend would overrun."""
+    import threading
+    import time
+
+    from harness_cli.sandbox.httpbase import Fault
+
+    def hang_when_investigating() -> None:
+        until = time.monotonic() + 60
+        while time.monotonic() < until:
+            if any(c.role == "investigator" for c in api.calls):
+                api.add_fault(Fault(kind="hang", match="/v1/messages", times=-1))
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=hang_when_investigating, daemon=True)
+    watcher.start()
+    _, out, _ = cli("eval", "--live", CASE, "--runs", "1", "--timeout", "30", "--json")
+    watcher.join()
+    data = _data(out)
+    (trial,) = data["not_passed"]
+    assert trial["status"] == "timeout", trial
+    assert trial["usd"] > 0 and data["live"]["spent_usd"] == pytest.approx(trial["usd"])
+
+
+@pytest.mark.slow
+@FULL_ONLY
+def test_a_delivery_case_runs_live_and_is_graded_on_its_outcome(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ci-fix live: the sandbox's GitLab, its CI and the MR, every role on "the API" (playing
+    the case's own script, so a pass is expected)."""
+    from harness_cli.eval.suites import load_case_file
+    from harness_cli.investigation.library import EVALS_DIR
+
+    path = EVALS_DIR / "delivery" / "ci-fix.yaml"
+    case = load_case_file(path)
+    emu = AnthropicEmulator()
+    emu.start()
+    try:
+        emu.load_script(case.model_source(), case.variables or None)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", emu.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", SANDBOX_TOKENS["ANTHROPIC_API_KEY"])
+        code, out, err = cli("eval", "--live", str(path), "--runs", "1", "--json")
+    finally:
+        emu.stop()
+    data = _data(out)
+    assert code == 0 and data["variants"]["baseline"][-1]["passed"] == 1, (err, data)
+    assert {"dev-agent", "investigator"} <= {c.role for c in emu.calls}
+    assert data["live"]["estimate"]["per_kind"]["delivery"]["trials"] == 1
