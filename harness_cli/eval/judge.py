@@ -4,8 +4,11 @@ a live eval asks the runtime's own model (the configured runtime, metered like e
 
 Live mode only: a scripted eval grades on its rubric alone (a script's "judge" would only
 repeat what the case's author wrote), so without ANTHROPIC_API_KEY the judge refuses in one
-line instead of answering. The judge's call is a reviewer's: a fresh empty folder, no shell,
-no file writes, no MCP server, one answer.
+line instead of answering. A grader calls it for a live case (``case.needs_api_key``: a
+``harness eval --live`` trial, or a case with ``models:``/``script: live``) after the trial,
+in the worker's own environment — the key and endpoint ``harness eval`` runs with — passing
+the trial's runtime; it adds ``Judgement.usd`` to the trial's cost. The judge's call is a
+reviewer's: a fresh empty folder, no shell, no file writes, no MCP server, one answer.
 """
 
 from __future__ import annotations
@@ -55,21 +58,30 @@ class Judgement:
                 "seconds": round(self.seconds, 3)}  # fmt: skip
 
 
-def judge(expected: str, answer: str, *, cfg: Config | None = None) -> Judgement:
-    """The runtime's model's verdict on ``answer`` against ``expected`` (``cfg``: the
-    agent-config the trial runs with; default: HARNESS_CONFIG's)."""
+def judge(
+    expected: str, answer: str, *, cfg: Config | None = None, runtime: str | None = None
+) -> Judgement:
+    """The model's verdict on ``answer`` against ``expected``. ``cfg``: the agent-config whose
+    model, prices and budgets apply (default: HARNESS_CONFIG's, else the packaged example);
+    ``runtime``: anthropic or claude-code (default: HARNESS_RUNTIME, else the config's)."""
     require_key("the LLM judge (live mode)")
-    from harness_cli.agents.factory import configured_runtime
+    from harness_cli.agents.factory import build_runtime, configured_runtime
     from harness_cli.agents.runtime import RunRequest
-    from harness_cli.config import load_config
+    from harness_cli.cost.metered import MeteredRuntime
     from harness_cli.loop.runs import reviewer_disallowed
 
-    cfg = cfg or load_config()
-    runtime = configured_runtime(cfg)
+    cfg = cfg or _config()
+    model = (
+        configured_runtime(cfg)
+        if runtime is None
+        else MeteredRuntime(build_runtime(runtime, model=cfg.harness.model,
+                                          sandbox=cfg.harness.sandbox, inputs=cfg.harness.inputs),
+                            cfg.harness.cost, cfg.harness.model)
+    )  # fmt: skip
     workdir = Path(tempfile.mkdtemp(prefix="harness-judge-"))
     began = time.monotonic()
     try:
-        result = runtime.run(
+        result = model.run(
             RunRequest(
                 role=ROLE,
                 prompt=PROMPT.format(expected=expected.strip(), answer=answer.strip()),
@@ -87,6 +99,19 @@ def judge(expected: str, answer: str, *, cfg: Config | None = None) -> Judgement
         why = result.error or result.stop
         return Judgement(None, f"the judge's call failed: {why}", result.cost_usd, took)
     return _verdict(result.text, result.cost_usd, took)
+
+
+def _config() -> Config:
+    """HARNESS_CONFIG's agent-config, or the packaged example's where there is none (a grader
+    in an eval worker runs outside any install)."""
+    from harness_cli import resources
+    from harness_cli.config import load_config
+    from harness_cli.errors import ConfigError
+
+    try:
+        return load_config()
+    except ConfigError:
+        return load_config(resources.example_config())
 
 
 def _verdict(text: str, usd: float, seconds: float) -> Judgement:

@@ -104,10 +104,11 @@ def require_key(what: str) -> dict[str, str]:
 LIVE_ROLES = frozenset(
     {"investigator", "precommit", "adversarial-reviewer", "red-team", "followup",
      "gap-analyzer", "consolidator", "dev-agent-plan", "dev-agent", "push-healer-plan",
-     "push-healer", "patch-suggester", "default"}
+     "push-healer", "patch-suggester", "judge", "default"}
 )  # fmt: skip
-"""Every role a trial's model plays (``agents.policy.ROLES``) and ``default``, the claude
-CLI's own side calls without a role marker: in live mode the script answers none of them."""
+"""Every role a trial's model plays (``agents.policy.ROLES``), the grader's ``judge``
+(``eval.judge``) and ``default``, the claude CLI's own side calls without a role marker: in
+live mode the script answers none of them."""
 
 
 def selected(cases: Sequence[tuple[str, Path, LibraryCase]]) -> tuple[list[Any], list[str]]:

@@ -80,3 +80,13 @@ def test_without_a_key_the_judge_refuses_before_any_call(
     with pytest.raises(InputError, match="ANTHROPIC_API_KEY"):
         judge(EXPECTED, "anything")
     assert not api.recorded("/v1/messages")
+
+
+def test_a_grader_outside_any_install_judges_with_the_packaged_config(
+    api: AnthropicEmulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """In an eval worker HARNESS_CONFIG may name nothing: the packaged example's model and
+    prices apply, on the runtime the grader names."""
+    monkeypatch.setenv("HARNESS_CONFIG", str(tmp_path / "nowhere"))
+    said = judge(EXPECTED, "The window is keyed per pod.", runtime="anthropic")
+    assert said.match is True and said.usd > 0
