@@ -31,6 +31,7 @@ import yaml
 
 from harness_cli.cost.prices import CostSettings, price_usd
 from harness_cli.errors import InputError, PolicyRefused
+from harness_cli.eval.suites import LIVE_DEFAULT_URL
 from harness_cli.eval.trial import TrialResult, TrialSpec
 from harness_cli.investigation.library import LibraryCase
 
@@ -98,7 +99,7 @@ def require_key(what: str) -> dict[str, str]:
             hint=f"export {KEY_ENV}=… (and {BASE_ENV} for a gateway), or drop --live to run "
             "the scripted models",
         )
-    return {KEY_ENV: key, BASE_ENV: os.environ.get(BASE_ENV) or "https://api.anthropic.com"}
+    return {KEY_ENV: key, BASE_ENV: os.environ.get(BASE_ENV) or LIVE_DEFAULT_URL}
 
 
 LIVE_ROLES = frozenset(
@@ -257,14 +258,16 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def summary(trials: Sequence[TrialResult], est: Estimate, cap: Cap) -> dict[str, Any]:
-    """A model eval's cost and latency beside the estimate, and its calibration: the
-    confidence the operator was told against the trial's grade."""
+    """A model eval's cost and latency beside the estimate, and its calibration: over the
+    trials the harness accepted as done (exit=complete), the confidence the operator was told
+    — the claim "done, and right at X %" — against the trial's grade. A blocked exit's low
+    confidence is no claim of a right answer, so it is not scored."""
     from harness_cli.eval.calibration import brier, ece
 
     seconds = [t.wall_seconds for t in trials if t.finished]
     usd = sum(t.usd for t in trials)
     told = [(t.outcome["confidence"] / 100, t.passed) for t in trials
-            if isinstance(t.outcome.get("confidence"), int)]  # fmt: skip
+            if t.accepted and isinstance(t.outcome.get("confidence"), int)]  # fmt: skip
     return {
         "estimate": est.to_json(),
         "cap": cap.to_json(),
@@ -281,7 +284,7 @@ def lines(data: dict[str, Any]) -> list[str]:
            f"estimated ${data['estimate']['usd']:.2f}); latency p50 {lat['p50']:.1f} s, p95 "
            f"{lat['p95']:.1f} s"]  # fmt: skip
     if cal["n"]:
-        out.append(f"calibration over {cal['n']} trial(s) with a told confidence: Brier "
+        out.append(f"calibration of the told confidence over {cal['n']} accepted trial(s): Brier "
                    f"{cal['brier']:.3f}, ECE {cal['ece']:.3f} (lower is better)")  # fmt: skip
     if cap["reached"]:
         out.append(f"stopped at the cap: ${cap['spent_usd']:.4f} spent of --max-usd "
