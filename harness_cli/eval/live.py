@@ -29,11 +29,13 @@ from typing import Any
 
 import yaml
 
+from harness_cli.agents.policy import ROLES
 from harness_cli.cost.prices import CostSettings, price_usd
 from harness_cli.errors import InputError, PolicyRefused
 from harness_cli.eval.suites import LIVE_DEFAULT_URL
 from harness_cli.eval.trial import TrialResult, TrialSpec
 from harness_cli.investigation.library import LibraryCase
+from harness_cli.sandbox.model_script import DEFAULT_ROLE
 
 TIMEOUT_S = 1800.0
 """A live trial's default wall clock (``--timeout``): a real investigation of up to 20
@@ -102,11 +104,7 @@ def require_key(what: str) -> dict[str, str]:
     return {KEY_ENV: key, BASE_ENV: os.environ.get(BASE_ENV) or LIVE_DEFAULT_URL}
 
 
-LIVE_ROLES = frozenset(
-    {"investigator", "precommit", "adversarial-reviewer", "red-team", "followup",
-     "gap-analyzer", "consolidator", "dev-agent-plan", "dev-agent", "push-healer-plan",
-     "push-healer", "patch-suggester", "judge", "default"}
-)  # fmt: skip
+LIVE_ROLES = frozenset(ROLES) | {"judge", DEFAULT_ROLE}
 """Every role a trial's model plays (``agents.policy.ROLES``), the grader's ``judge``
 (``eval.judge``) and ``default``, the claude CLI's own side calls without a role marker: in
 live mode the script answers none of them."""
