@@ -49,7 +49,9 @@ def evaluate(
     ),
     runtime: str = typer.Option("anthropic", "--runtime", help="anthropic or claude-code."),
     jobs: int = typer.Option(0, "--jobs", "-j", min=0, help="Parallel trials (0: the cores)."),
-    timeout: float = typer.Option(300.0, "--timeout", help="Wall clock of one trial, seconds."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", help="Wall clock of one trial, seconds (300; --live: 1800)."
+    ),
     out: Path | None = typer.Option(
         None,
         "--out",
@@ -79,6 +81,23 @@ def evaluate(
         "of this baseline's 95 % interval (evals/baseline.json, or an eval.json).",
     ),
     list_components: bool = typer.Option(False, "--list", help="List the components."),
+    live: bool = typer.Option(
+        False,
+        "--live",
+        help="A model eval: the real model (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) plays "
+        "every role of the honest cases, --runs trials each; the cost is estimated first.",
+    ),
+    max_usd: float | None = typer.Option(
+        None,
+        "--max-usd",
+        min=0.0001,
+        metavar="N",
+        help="--live: refuse when the estimate is over N dollars; stop starting trials "
+        "once the metered spend reaches it (a partial report).",
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Print the plan (and a live run's estimate); run nothing."
+    ),
 ) -> None:
     """Each trial runs the real subcommands (init, case new, investigate, review; or the
     delivery flow) in a fresh HARNESS_HOME. Every trial started is counted."""
@@ -97,6 +116,14 @@ def evaluate(
         raise InputError(f"--runtime {runtime!r}", hint="use anthropic or claude-code")
     if overlay is not None and config_root is not None:
         raise InputError("--overlay and --config-root both name the config", hint="give one")
+    if live:
+        _live_usage(ablate, matrix, dry_run)
+    elif max_usd is not None:
+        raise InputError("--max-usd caps a live run's spend", hint="add --live, or drop it")
+    if timeout is None:
+        from harness_cli.eval.live import TIMEOUT_S
+
+        timeout = TIMEOUT_S if live else 300.0
     from harness_cli.eval import gate
 
     floor = gate.read(baseline) if baseline is not None else None
@@ -109,8 +136,25 @@ def evaluate(
             from harness_cli.eval.before_after import overlaid
 
             config_root = stack.enter_context(overlaid(overlay))
-        run = _evaluate(suites, runs, runtime, ablate, matrix, jobs, timeout, config_root)
+        if live or dry_run:
+            from harness_cli.commands import _eval_live
+
+            ran = _eval_live.run(suites, runs, runtime, jobs, timeout, config_root, live=live,
+                                 max_usd=max_usd, dry_run=dry_run, ablate=ablate, matrix=matrix,
+                                 progress=_progress)  # fmt: skip
+            if ran is None:  # --dry-run: the plan was printed, nothing ran
+                return
+            run, live_said = ran
+        else:
+            run = _evaluate(suites, runs, runtime, ablate, matrix, jobs, timeout, config_root)
     result = Result("eval", data=run.to_json(), columns=report.COLUMNS, rows=report.rows(run))
+    if live:
+        from harness_cli.eval.live import lines
+
+        result.data["live"] = live_said
+        result.messages += lines(live_said)
+        if live_said["cap"]["reached"] and live_said["cap"]["trials_not_started"]:
+            result.exit_code = 4  # stopped by the cap: a partial report (CONTRACT: 4, policy)
     result.messages += report.delta_lines(run)
     base = run.overall()
     result.messages.append(
@@ -133,12 +177,29 @@ def evaluate(
             if said:
                 result.messages.append(said)
                 result.data["gate"].update(held=held, model_facing=said)
-        result.exit_code = 0 if held else 1
+        result.exit_code = result.exit_code or (0 if held else 1)
     if matrix and out is None:
         out = Path("eval-report")
     if out is not None:
         result.changed.append(report.write(run, out))
+        if live:
+            from harness_cli.eval.live import write
+
+            result.changed.append(write(live_said, out))
     emit(result)
+
+
+def _live_usage(ablate: list[str], matrix: bool, dry_run: bool) -> None:
+    """--live's own refusals, before anything is planned: the key (unless only the plan is
+    asked for), and no ablation (each component would multiply the spend)."""
+    from harness_cli.errors import InputError
+    from harness_cli.eval.live import require_key
+
+    if ablate or matrix:
+        raise InputError("--live runs the full harness only: no --ablate or --matrix",
+                         hint="ablations are machinery evals: run them without --live")  # fmt: skip
+    if not dry_run:
+        require_key("harness eval")
 
 
 def _evaluate(

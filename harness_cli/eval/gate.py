@@ -159,8 +159,9 @@ def unjudged(repo: Path, baseline: Baseline) -> tuple[bool, str]:
     return False, (
         f"eval gate FAILED: this MR changes model-facing text ({shown}) and scripted evals "
         "cannot judge it (scripted models ignore prompts and SOPs). Attach a live run on this "
-        f"change (`harness eval --overlay . --baseline {BASELINE_FILE} --json` with a live "
-        f"model, saved as {LIVE_REPORT}) or have the operator sign it off: {SIGNOFF} with "
+        f"change (`harness eval --live --overlay . --baseline {BASELINE_FILE} --json` with "
+        f"the API key set, saved as {LIVE_REPORT}) or have the operator sign it off: {SIGNOFF} "
+        "with "
         f'{{"digest": "{digest}", "by": "<name>"}}'
     )
 

@@ -31,6 +31,8 @@ class _Worker:
     spec: TrialSpec | None = None
     started: float = 0.0
     buffer: str = field(default="")
+    tmp: str = ""
+    """The worker's own temporary folder: a trial killed in it leaves its home there."""
 
     @property
     def out(self) -> IO[str]:
@@ -48,8 +50,11 @@ def run_trials(
     jobs: int | None = None,
     timeout_s: float = 300.0,
     progress: Progress | None = None,
+    admit: Callable[[TrialSpec], TrialSpec | None] | None = None,
 ) -> list[TrialResult]:
-    """Every spec's result, in spec order."""
+    """Every started spec's result, in spec order. ``admit`` sees each spec before it starts
+    and may change it or return None: then no further trial starts (a live run's cost cap),
+    the ones in flight end and are counted."""
     pending = list(specs)[::-1]
     results: dict[int, TrialResult] = {}
     workers: list[_Worker] = []
@@ -67,10 +72,14 @@ def run_trials(
     try:
         for _ in range(min(jobs or default_jobs(), total)):
             workers.append(_spawn(sel, env, scratch))
-        while len(results) < total:
+        while pending or any(w.spec is not None for w in workers):
             for w in workers:
                 if w.spec is None and pending:
-                    _give(w, pending.pop())
+                    spec = admit(pending.pop()) if admit else pending.pop()
+                    if spec is None:
+                        pending.clear()
+                        break
+                    _give(w, spec)
             now = time.monotonic()
             waits = [w.started + timeout_s - now for w in workers if w.spec is not None]
             for key, _ in sel.select(timeout=max(0.05, min(waits, default=1.0))):
@@ -84,7 +93,7 @@ def run_trials(
                 if spec is not None:
                     why = f"the trial's worker died (exit {w.proc.wait()})"
                     res = failed_trial(spec, "crash", why, time.monotonic() - w.started)
-                    _done(w, res, results, progress, total)
+                    _done(w, _spent_by(w, res), results, progress, total)
                 workers[workers.index(w)] = _spawn(sel, env, scratch)
             for i, w in enumerate(workers):
                 if w.spec is not None and time.monotonic() - w.started > timeout_s:
@@ -92,13 +101,13 @@ def run_trials(
                     _kill(w, sel)
                     res = failed_trial(spec, "timeout", f"past its {timeout_s:g} s wall clock",
                                        time.monotonic() - w.started)  # fmt: skip
-                    _done(w, res, results, progress, total)
+                    _done(w, _spent_by(w, res), results, progress, total)
                     workers[i] = _spawn(sel, env, scratch)
     finally:
         for w in workers:
             _stop(w, sel)
         shutil.rmtree(scratch, ignore_errors=True)
-    return [results[s.index] for s in specs]
+    return [results[s.index] for s in specs if s.index in results]
 
 
 def scratch_parent(*, claude_cli: bool = False) -> str | None:
@@ -126,18 +135,34 @@ def _under_dev(path: str) -> bool:
     return Path(os.path.realpath(path)).is_relative_to("/dev")
 
 
-def _spawn(sel: selectors.BaseSelector, env: dict[str, str], cwd: str) -> _Worker:
+def _spent_by(w: _Worker, result: TrialResult) -> TrialResult:
+    """A killed trial's spend, from the cost log its home left in the worker's folder: a
+    timeout of a live trial spent real money, and a cap that did not see it would overrun."""
+    for log_file in Path(w.tmp).glob("*/*/logs/cost/*.jsonl"):
+        for raw in log_file.read_text(encoding="utf-8", errors="replace").splitlines():
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                line = json.loads(raw)
+                result.usd += float(line.get("usd", 0.0))
+                result.tokens += sum(int(line.get(k, 0)) for k in ("in", "out", "cw", "cr"))
+    result.usd = round(result.usd, 6)
+    shutil.rmtree(w.tmp, ignore_errors=True)
+    return result
+
+
+def _spawn(sel: selectors.BaseSelector, env: dict[str, str], scratch: str) -> _Worker:
+    # Each worker's trials make their homes in a folder of its own (TMPDIR).
+    own = tempfile.mkdtemp(prefix="w", dir=scratch)
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness_cli.eval.worker"],
-        cwd=cwd,
+        cwd=own,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
         bufsize=1,
-        env=env,
+        env={**env, "TMPDIR": own},
     )
-    worker = _Worker(proc)
+    worker = _Worker(proc, tmp=own)
     sel.register(worker.out, selectors.EVENT_READ, worker)
     return worker
 

@@ -31,6 +31,10 @@ class TrialSpec:
     seed: int
     ablate: tuple[str, ...] = ()
     config_root: str | None = None
+    live: bool = False
+    """``harness eval --live``: the real model plays every role (``eval.live``)."""
+    usd_cap: float | None = None
+    """What was left of ``--max-usd`` when the trial started: its own budget."""
 
     @property
     def variant(self) -> str:
@@ -97,8 +101,10 @@ def failed_trial(spec: TrialSpec, status: Status, why: str, seconds: float) -> T
 
 def run_trial(spec: TrialSpec, case: LibraryCase, anthropic: Any = None) -> TrialResult:
     """Run and grade one trial in this process (a worker's job)."""
+    from harness_cli.eval.live import trial_case
     from harness_cli.sandbox.investigation_library import run_case
 
+    case = trial_case(spec, case)
     began = time.monotonic()
     try:
         seen = run_case(

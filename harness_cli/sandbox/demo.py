@@ -18,7 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from harness_cli.cli import run
+from harness_cli.sandbox.anthropic_forward import Upstream
+from harness_cli.sandbox.investigation_library import spent
 from harness_cli.sandbox.runner import MCP_CONFIG, Sandbox, environment
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
 from harness_cli.sandbox.wire_commands import commands, not_run
@@ -332,6 +336,15 @@ DEMO_AUTHOR = "Demo Operator <operator@sandbox.example>"
 commit without one; the demo's sandbox team has this member)."""
 
 
+def _cap(config: Path, max_usd: float) -> None:
+    """``--max-usd``: the harness's own budgets (cost.budgets) no higher than the cap."""
+    data = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    budgets = data.setdefault("cost", {}).setdefault("budgets", {})
+    for key in ("day_usd", "case_usd", "workflow_usd"):
+        budgets[key] = min(float(budgets.get(key) or max_usd), max_usd)
+    config.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+
+
 def _adapt_to_machine(config: Path, *, unboxed: bool) -> None:
     """What this machine lacks, the demo's own harness.yaml says: no sandbox → opted out
     (loudly, by the caller); no git identity → the sandbox team's author."""
@@ -367,10 +380,14 @@ def run_demo(
     on_start: Callable[[str], None] | None = None,
     world: bool = True,
     forge: str = "gitlab",
+    live: Upstream | None = None,
+    max_usd: float | None = None,
 ) -> DemoReport:
     """``on_start`` hears each step's name as it begins (the terminal's spinner shows it);
     ``on_step`` gets each step's result as it ends; ``world`` starts the sandbox's MCP servers
-    (bench_world.py compares the demo without them)."""
+    (bench_world.py compares the demo without them); ``live``: the real API plays every role
+    (``harness demo --live``), the sandbox's emulator hands it each request; ``max_usd``: the
+    demo's day budget (its home is new: the day is the demo), so the harness stops it there."""
     root = keep or Path(tempfile.mkdtemp(prefix="harness-demo-"))
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -386,6 +403,10 @@ def run_demo(
         )
         chosen = demo_runtime(runtime)
         config, report.unsandboxed = _seed_config(root, chosen)
+        if live is not None:
+            box.anthropic.play_live(live)
+        if max_usd is not None:
+            _cap(config / "harness.yaml", max_usd)
         if box.world is not None:
             _wire_world(config, box.root / MCP_CONFIG)
             box.world.wait_ready()  # its HTTP servers listen before the investigation asks
@@ -412,6 +433,8 @@ def run_demo(
                 if on_step:
                     on_step(result)
         report.summary = {**_summary(ctx, env), "runtime": env["HARNESS_RUNTIME"]}
+        # What the harness metered (a live demo's real spend; the scripted one's play money).
+        report.summary["usd"] = round(spent(root / "home")[0], 6)
         emulators = [box.slack, box.gitlab, box.anthropic, box.pagerduty, box.jira]
         report.emulator_seconds = box.gitlab.ci_seconds() + sum(
             e.busy_seconds() for e in [*emulators, *([box.github] if box.github else [])]

@@ -20,13 +20,13 @@ right. Brier = mean((p − y)²); ECE = Σ_b (n_b / N) · |mean(y in b) − mean
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from harness_cli.errors import InputError
+from harness_cli.eval.calibration import BINS, brier, ece, percentile
 from harness_cli.eval.incidents.model import SOURCES, Evidence, Incident
 from harness_cli.loop.report import CompletionReport
 
@@ -46,9 +46,6 @@ __all__ = [
     "rubric_missing",
     "summarise",
 ]
-
-BINS = 10
-"""ECE's bins: ten of equal width (0–10 %, …, 90–100 %)."""
 
 
 # -- root cause --------------------------------------------------------------------------
@@ -237,38 +234,6 @@ class CaseResult:
         return {**asdict(self), "exit_ok": self.exit_ok, "passed": self.passed}
 
 
-# -- calibration -------------------------------------------------------------------------
-def brier(pairs: Sequence[tuple[float, bool]]) -> float:
-    """Mean squared gap between the confidence and the outcome (0 is perfect; always saying
-    50 % scores 0.25)."""
-    if not pairs:
-        return math.nan
-    return sum((p - float(y)) ** 2 for p, y in pairs) / len(pairs)
-
-
-def ece(pairs: Sequence[tuple[float, bool]], bins: int = BINS) -> float:
-    """Expected calibration error over ``bins`` equal-width bins (see the module's text)."""
-    if not pairs:
-        return math.nan
-    groups: dict[int, list[tuple[float, bool]]] = {}
-    for p, y in pairs:
-        groups.setdefault(min(int(p * bins), bins - 1), []).append((p, y))
-    total = len(pairs)
-    return sum(
-        len(g) / total * abs(sum(float(y) for _, y in g) / len(g) - sum(p for p, _ in g) / len(g))
-        for g in groups.values()
-    )
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The nearest-rank percentile (q in 0..1): the smallest value with at least q of the
-    values at or below it."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
 @dataclass
 class Summary:
     investigator: str
@@ -279,10 +244,10 @@ class Summary:
     exit: int
     usd_per_case: float
     tokens_per_case: float
-    p50_s: float
-    p95_s: float
-    brier: float
-    ece: float
+    p50_s: float | None
+    p95_s: float | None
+    brier: float | None
+    ece: float | None
     mean_confidence: float
 
     @property

@@ -4,7 +4,6 @@ line each. Markdown, so the same text prints in a terminal and reads in a file."
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from harness_cli.eval.incidents.grade import BINS, CaseResult, Summary
@@ -21,8 +20,8 @@ def _pct(part: int, whole: int) -> str:
     return f"{part}/{whole} ({part / whole:.0%})" if whole else "0/0"
 
 
-def _num(value: float, digits: int = 3) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def summary_table(rows: Sequence[Summary]) -> str:
@@ -37,8 +36,12 @@ def summary_table(rows: Sequence[Summary]) -> str:
     return "\n".join(lines)
 
 
-def _ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}×" if b else "n/a"
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}×" if a is not None and b else "n/a"
+
+
+def _diff(a: float | None, b: float | None) -> str:
+    return f"{a - b:+.3f}" if a is not None and b is not None else "n/a"
 
 
 def comparison(rows: Sequence[Summary]) -> list[str]:
@@ -56,8 +59,8 @@ def comparison(rows: Sequence[Summary]) -> list[str]:
             f"{(s.evidence - base.evidence) / max(1, s.cases) * 100:+.0f} pp, exit "
             f"{(s.exit - base.exit) / max(1, s.cases) * 100:+.0f} pp; $/case "
             f"{_ratio(s.usd_per_case, base.usd_per_case)}, p50 {_ratio(s.p50_s, base.p50_s)}, "
-            f"p95 {_ratio(s.p95_s, base.p95_s)}; Brier {s.brier - base.brier:+.3f}, "
-            f"ECE {s.ece - base.ece:+.3f}"
+            f"p95 {_ratio(s.p95_s, base.p95_s)}; Brier {_diff(s.brier, base.brier)}, "
+            f"ECE {_diff(s.ece, base.ece)}"
         )
     return out
 
