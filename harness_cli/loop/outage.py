@@ -7,7 +7,9 @@ is not ``failed``: it *waits*, recorded in ``$HARNESS_HOME/model-outage.json``, 
 poll-slack cycle dispatches its workflow again (every ``resume_every_seconds``) until a run gets
 through. The operator hears of it once per outage — one plain-language DM when the first case
 starts waiting, naming what is waiting and that nothing needs doing — never once per case and
-never with the SDK's raw error. The outage ends when the last waiting case runs again.
+never with the SDK's raw error; a case that joins is added to that DM in place, and each case's
+tries go on in one status message of its own. The outage ends when the last waiting case runs
+again, and the DM is edited once to say so (no second DM).
 """
 
 from __future__ import annotations
