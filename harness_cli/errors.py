@@ -39,6 +39,8 @@ class ServiceError(HarnessError):
 
     status: int | None = None
     """The HTTP status behind it, when there was one (404: gone; 429: rate limited)."""
+    code: str = ""
+    """The service's own error name, when it gave one (Slack's ``not_in_channel`` …)."""
 
 
 class StateError(HarnessError):

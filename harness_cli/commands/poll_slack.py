@@ -6,6 +6,7 @@ from __future__ import annotations
 import typer
 
 from harness_cli.commands import new_app
+from harness_cli.intake.admin_parser import strip_prefix
 from harness_cli.output import emit
 from harness_cli.result import Result
 
@@ -53,7 +54,8 @@ def tally_result(action: str, tally: object) -> Result:
     result = Result(action, data=asdict(tally))
     result.changed += [f"new case {c}" for c in tally.new_cases]
     result.changed += [f"dispatched {d}" for d in tally.dispatched]
-    result.changed += [f"admin: {a}" for a in tally.admin]
+    # the line as the operator typed it, prefix or not: "admin: admin: task X" before
+    result.changed += [f"admin: {strip_prefix(a)}" for a in tally.admin]
     result.changed += [f"replayed held work: {r}" for r in tally.replayed]
     result.changed += [f"finished what an earlier run left: {r}" for r in tally.recovered]
     result.skipped += [f"held back while paused: {h}" for h in tally.held_back]

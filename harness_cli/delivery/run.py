@@ -81,7 +81,9 @@ def run_dev_agent(
         if exc.kind != "outage":
             _failed(work, mode, exc)
             raise
-        return _wait_for_model(work, mode, args, exc, post=post)
+        result = _wait_for_model(work, mode, args, exc, post=post)
+        _remember_fix_message(work, mode)
+        return result
     except BaseException as exc:
         _failed(work, mode, exc)
         _remember_fix_message(work, mode)
@@ -89,7 +91,7 @@ def run_dev_agent(
     if post:
         from harness_cli.loop import outage
 
-        outage.recovered(case_id)  # it got through: it waits for the model no more
+        outage.recovered(case_id, work.cfg, work.out)  # it got through: it waits no more
     _tell(work, str(result.get("message") or _outcome(result)), ok=result.get("state") != "failed")
     _remember_fix_message(work, mode)
     _checkpoint_told(result)
@@ -105,11 +107,12 @@ def _wait_for_model(
     from harness_cli.loop import outage
 
     why = outage.plain(exc.detail)
+    if work.status is not None:  # first: the next try goes on editing this message
+        work.status.waiting(f"the model API is {why}; tried again by itself")
     if post:
         outage.wait(work.cfg, work.out, case_id=work.case.id, workflow="dev-agent",
-                    detail=exc.detail, args={**args, "mode": mode})  # fmt: skip
-    if work.status is not None:
-        work.status.waiting(f"the model API is {why}; tried again by itself")
+                    detail=exc.detail, args={**args, "mode": mode},
+                    status_ts=work.status.ts if work.status is not None else None)  # fmt: skip
     return {
         "mode": mode,
         "state": "waiting",

@@ -145,6 +145,10 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
 
             write_retrospective(ctx.cfg, case_id, reason="admin close-case")
         return f"{case_id} {'closed' if moved else 'was already closed'}"
+    if verb == "repair":
+        from harness_cli.workspace.repair import repair_case
+
+        return repair_case(cmd.args[0], ctx.cfg.harness.thresholds).reply()
     if verb == "budget":
         return _budget(ctx, validate_case_id(cmd.args[0]), parse_amount(cmd.args[1]))
     if verb in ("reopen", "accept-checks"):
@@ -221,6 +225,10 @@ def status_text(ctx: Intake) -> str:
             + ", ".join(sorted(waiting.waiting))
             + " (tried again by poll-slack)"
         )
+    failing = {c: cur for c, cur in files.slack_cursors().read().channels.items() if cur.failing}
+    for channel, cursor in sorted(failing.items()):  # #34 item 2: the DM points here
+        since = clock.human(cursor.failing_since) if cursor.failing_since else "?"
+        lines.append(f"• cannot read <#{channel}> since {since}: {cursor.failing}")
     if broken:  # a case nobody can read is work nobody is doing: said, never hidden
         lines.append(f"unreadable cases: {len(broken)}")
         lines += [f"• {c['id']}: {c['problem']}" for c in broken[:10]]

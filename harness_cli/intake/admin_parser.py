@@ -29,6 +29,8 @@ admin commands (send them in your self-DM, prefixed with "admin:"):
   budget <case> <amount>            raise (or set) the case's spending limit in $ (e.g. 25)
   reopen <case>                     put a failed/stuck/closed case back for approval
   retry <case>                      run the dev-agent again on a case whose run failed
+  repair <case>                     restore the case's case.json from its last committed
+                                    version that reads (when it is unreadable)
   accept-checks <case>              accept the change to the required checks (MR leaves draft)
   gap-patterns                      cluster gap reports across cases now
   approve <run>                     check a run waiting for approval again and start it
@@ -50,7 +52,7 @@ class AdminCommand:
     verb: str
     """task, oncall-run, oncall-toggle, mr-rescan, mr-pause, mr-resume, oncall-pause,
     oncall-resume, oncall-status, finalize, register-thread, close-case, reopen, retry,
-    accept-checks, budget, gap-patterns, approve, run, help."""
+    repair, accept-checks, budget, gap-patterns, approve, run, help."""
     args: tuple[str, ...] = ()
     flags: frozenset[str] = field(default_factory=frozenset)
     duration: timedelta | None = None
@@ -92,6 +94,7 @@ _ARITY: dict[str, tuple[int, str]] = {  # -1: zero or one argument
     "budget": (2, "budget <case> <amount>"),
     "reopen": (1, "reopen <case>"),
     "retry": (1, "retry <case>"),
+    "repair": (1, "repair <case>"),
     "accept-checks": (1, "accept-checks <case>"),
     "gap-patterns": (0, "gap-patterns"),
     "approve": (1, "approve <run>"),

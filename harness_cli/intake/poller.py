@@ -121,11 +121,12 @@ def _failing(ctx: Intake, channel: str, exc: ServiceError) -> None:
         if channel == ctx.self_dm
         else (f"<#{channel}> ({channel})")
     )
+    way_on = _way_on(channel, exc, own=channel == ctx.self_dm)
     told = _tell(
         ctx,
         channel,
         f"I cannot read {where}: {line}. Its messages wait in Slack until it reads again; "
-        "the other channels go on. I will say it again only if the error changes.",
+        f"the other channels go on. {way_on} I will say it again only if the error changes.",
     )
     if told:
         with files.slack_cursors().update() as fresh:
@@ -136,6 +137,36 @@ def _failing(ctx: Intake, channel: str, exc: ServiceError) -> None:
                 )
                 cursor = fresh.channels[channel] = ChannelCursor(oldest=f"{start.timestamp():.6f}")
             cursor.failing, cursor.failing_since = line, cursor.failing_since or clock.now()
+
+
+_NOT_MEMBER = frozenset({"not_in_channel"})
+_MISCONFIGURED = frozenset({"channel_not_found", "is_archived"})
+_TOKEN = frozenset({"invalid_auth", "not_authed", "token_revoked", "token_expired",
+                    "account_inactive", "missing_scope"})  # fmt: skip
+
+
+def _way_on(channel: str, exc: ServiceError, *, own: bool) -> str:
+    """#34 item 2: the one thing that gets the channel read again, done from Slack where it
+    can be; a service error the operator cannot change is waited out by itself. (``own``:
+    the self-DM itself fails, so no admin command would be read.)"""
+    if exc.code in _NOT_MEMBER:
+        fix = (
+            f"To fix: in Slack, join <#{channel}> with the account whose token I use; the "
+            "next cycle reads it by itself."
+        )
+    elif exc.code in _MISCONFIGURED:
+        fix = (
+            f"To fix: the channel id {channel} in projects.yaml names no channel I can read "
+            "(deleted or archived); correct it there, `harness doctor` checks it."
+        )
+    elif exc.code in _TOKEN:
+        fix = (
+            "To fix: SLACK_USER_TOKEN in $HARNESS_HOME/env is refused; put a valid user token "
+            "there (`harness doctor` checks it)."
+        )
+    else:
+        fix = "Nothing to do: I try again every cycle by itself and say when it reads."
+    return fix if own else f"{fix} `admin: oncall status` lists the channels I cannot read."
 
 
 def _tell(ctx: Intake, channel: str, text: str) -> bool:

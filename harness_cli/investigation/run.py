@@ -77,7 +77,7 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
     edit_ts = status.handover() if status is not None else None
     done = publish(cfg, case_id, result, out, sync_now=post, edit_ts=edit_ts)
     if post:
-        outage.recovered(case_id)  # it got through: it waits no more
+        outage.recovered(case_id, cfg, out)  # it got through: it waits no more
     decision = result.decision
     actions = _hand(cfg, case_id, out) if out is not None else []
     return {
@@ -108,13 +108,14 @@ def _wait_for_model(
     ``investigating``, never ``failed``), the next poll-slack cycles try it again, and the
     operator hears of the outage once (``loop.outage``), not of each case."""
     why = outage.plain(exc.detail)
+    if status is not None:  # first: the next try goes on editing this message
+        status.waiting(f"the model API is {why}; tried again by itself")
     if post:
         from harness_cli.services import factory
 
         outage.wait(cfg, factory.outbound(cfg, factory.lazy_slack()), case_id=case_id,
-                    workflow="investigate", detail=exc.detail)  # fmt: skip
-    if status is not None:
-        status.waiting(f"the model API is {why}; tried again by itself")
+                    workflow="investigate", detail=exc.detail,
+                    status_ts=status.ts if status is not None else None)  # fmt: skip
     line = f"waiting: the model API is {why}; case {case_id} is tried again by the next cycles"
     return {
         "case_id": case_id,

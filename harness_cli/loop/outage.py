@@ -7,7 +7,9 @@ is not ``failed``: it *waits*, recorded in ``$HARNESS_HOME/model-outage.json``, 
 poll-slack cycle dispatches its workflow again (every ``resume_every_seconds``) until a run gets
 through. The operator hears of it once per outage — one plain-language DM when the first case
 starts waiting, naming what is waiting and that nothing needs doing — never once per case and
-never with the SDK's raw error. The outage ends when the last waiting case runs again.
+never with the SDK's raw error; a case that joins is added to that DM in place, and each case's
+tries go on in one status message of its own. The outage ends when the last waiting case runs
+again, and the DM is edited once to say so (no second DM).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -69,6 +72,10 @@ class Waiting(BaseModel):
     workflow: str
     since: str
     args: dict[str, Any] = Field(default_factory=dict)
+    status_ts: str = ""
+    """The case's live status message of the run that met the outage: every run that tries
+    the case again edits this one in place (#34 items 6, 13: before, each try posted its own
+    "Waiting" message beside the outage DM — 4 messages for one outage and one case)."""
 
 
 class Outage(BaseModel):
@@ -78,6 +85,9 @@ class Outage(BaseModel):
     since: str
     why: str
     told: bool = False
+    ts: str = ""
+    """The outage DM (empty: not delivered yet): edited in place as cases join, and once when
+    the outage is over — never a second DM for the same outage."""
     next_try: float = 0.0
     waiting: dict[str, Waiting] = Field(default_factory=dict)
 
@@ -118,43 +128,76 @@ def wait(
     workflow: str,
     detail: str,
     args: dict[str, Any] | None = None,
+    status_ts: str | None = None,
 ) -> Told:
     """Record that ``case_id`` waits for the model; the first case of an outage tells the
-    operator (one DM for the whole outage)."""
+    operator (one DM for the whole outage; a case that joins later is added to it in place).
+    ``status_ts``: the run's status message, which the next try of the case goes on editing."""
     why = plain(detail)
     with hold("model-outage", timeout=30):
         outage = current()
         first = outage is None
         if outage is None:
             outage = Outage(since=clock.now().isoformat(), why=why)
+        before = outage.waiting.get(case_id)
+        joined = before is None
         outage.waiting[case_id] = Waiting(
-            workflow=workflow, since=clock.now().isoformat(), args=args or {}
+            workflow=workflow,
+            since=before.since if before else clock.now().isoformat(),
+            args=args or {},
+            status_ts=status_ts or (before.status_ts if before else ""),
         )
         outage.next_try = time.time() + cfg.harness.model_outage.resume_every_seconds
         _save(outage)
         event(log, "case_waits_for_model", logging.WARNING, case_id=case_id, why=why,
               first=first)  # fmt: skip
-        if not outage.told and out is not None:
-            outage.told = _tell(cfg, out, outage)
+        if out is not None and not outage.told:
+            outage.ts = _tell(cfg, out, outage)
+            outage.told = bool(outage.ts)
             _save(outage)
+        elif out is not None and joined and outage.ts:
+            _edit(cfg, out, outage.ts, _waiting_text(cfg, outage))
     return Told(case_id, first)
 
 
-def _tell(cfg: Config, out: Outbound, outage: Outage) -> bool:
-    from harness_cli.ops import notify
-
+def _waiting_text(cfg: Config, outage: Outage) -> str:
     cases = ", ".join(sorted(outage.waiting))
     every = cfg.harness.model_outage.resume_every_seconds
-    text = (
-        f":hourglass: The model API is {outage.why}. {cases} waits and is tried again "
+    verb = "wait and are" if len(outage.waiting) > 1 else "waits and is"
+    return (
+        f":hourglass: The model API is {outage.why}. {cases} {verb} tried again "
         f"every {max(1, round(every / 60))} min by itself; any other case that meets the "
         "outage waits too. Nothing to do — `admin: oncall status` lists what waits."
     )
-    return bool(notify.dm(out, cfg, "model_outage", text, key=f"outage-{outage.since}"))
 
 
-def recovered(case_id: str) -> None:
-    """A run of ``case_id`` got through: it waits no more; the last one ends the outage."""
+def _tell(cfg: Config, out: Outbound, outage: Outage) -> str:
+    """The outage DM; its ts ("" when Slack refused it for now)."""
+    from harness_cli.ops import notify
+
+    text = _waiting_text(cfg, outage)
+    return notify.dm(out, cfg, "model_outage", text, key=f"outage-{outage.since}")
+
+
+def _edit(cfg: Config, out: Outbound, ts: str, text: str) -> None:
+    """Best effort: the outage DM is worth an edit, never a failed run."""
+    try:
+        out.update(cfg.harness.operator.self_dm_channel, ts, text)
+    except HarnessError as exc:
+        event(log, "outage_dm_edit_failed", logging.WARNING, ts=ts, error=exc.line())
+
+
+def status_ts(case_id: str) -> str | None:
+    """The status message a run of ``case_id`` goes on editing: the one of the run the outage
+    left waiting (None: the case does not wait, or that run posted none)."""
+    outage = current() if _path().exists() else None
+    waiting = outage.waiting.get(case_id) if outage is not None else None
+    return waiting.status_ts or None if waiting is not None else None
+
+
+def recovered(case_id: str, cfg: Config | None = None, out: Outbound | None = None) -> None:
+    """A run of ``case_id`` got through: it waits no more; the last one ends the outage, and
+    the outage DM says so — edited in place, the only word of the API being back."""
     if not _path().exists():
         return
     with hold("model-outage", timeout=30):
@@ -162,10 +205,16 @@ def recovered(case_id: str) -> None:
         if outage is None or case_id not in outage.waiting:
             return
         del outage.waiting[case_id]
-        if not outage.waiting:
-            event(log, "model_outage_over", since=outage.since)
-            outage = None
-        _save(outage)
+        if outage.waiting:
+            _save(outage)
+            return
+        event(log, "model_outage_over", since=outage.since)
+        _save(None)
+    if cfg is not None and out is not None and outage.ts:
+        since = clock.human(datetime.fromisoformat(outage.since))
+        _edit(cfg, out, outage.ts,
+              f":white_check_mark: The model API is back (it was {outage.why} since {since}); "
+              "the cases that waited went on by themselves. Nothing to do.")  # fmt: skip
 
 
 def _settled(case_id: str) -> bool:

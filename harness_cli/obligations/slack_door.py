@@ -78,12 +78,12 @@ def update(
     out: Outbound, channel: str, ts: str, text: str, *, purpose: str, metadata: dict[str, Any]
 ) -> None:
     """An owed edit (a run's closing status line): the newest text for that message wins; an
-    edit is idempotent, so a retry needs no lookup."""
+    edit is idempotent, so a retry needs no lookup. An edit made before with the same text is
+    made again: a best-effort edit since (the next try of a case a model outage left waiting
+    goes on in the same status message) may have changed what the message shows."""
     full = f"edit:{channel}/{ts}|{purpose}"
     case_id = (scope.current() or scope.Scope("")).case_id
     ob = ledger.find(full)
-    if ob is not None and ob.state == "done" and ob.text == text:
-        return
     fresh = ledger.new(
         full,
         case_id=case_id,

@@ -53,6 +53,10 @@ ENV_TOKENS = ("SLACK_USER_TOKEN", "GITLAB_TOKEN", "ANTHROPIC_API_KEY")
 """The tokens the env file starts with, to be filled in."""
 ENV_URLS = ("SLACK_API_URL", "GITLAB_URL", "ANTHROPIC_BASE_URL")
 """Service addresses (not secrets): copied from the environment init runs in, when set."""
+ENV_URLS_NEEDED = ("GITLAB_URL",)
+"""The addresses with no default (Slack, the model and GitHub have theirs): written to be
+filled in, like a token, not as a comment — README's "fill in … GITLAB_URL" was a line to
+uncomment that init's "fill in" list did not name."""
 
 ENV_HEADER = """\
 # The harness's tokens, read by harness-cron (every crontab line) and by the systemd units
@@ -397,15 +401,22 @@ def write_env_file(path: Path, forge: str | None = None) -> Written:
         urls = tuple("GITHUB_URL" if n == "GITLAB_URL" else n for n in urls)
     lines = [ENV_HEADER]
     lines += [f"{name}=\n" for name in tokens]
+    fill = list(tokens)
     for name in urls:
         value = os.environ.get(name)
-        lines.append(f"{name}={value}\n" if value else f"# {name}=\n")
+        if value:
+            lines.append(f"{name}={value}\n")
+        elif name in ENV_URLS_NEEDED:
+            lines.append(f"{name}=\n")
+            fill.append(name)
+        else:
+            lines.append(f"# {name}=\n")
     lines.append(ENV_OPTIONAL)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write("".join(lines))
-    out.changed.append(f"wrote {path} (mode 0600): fill in {', '.join(tokens)}")
+    out.changed.append(f"wrote {path} (mode 0600): fill in {', '.join(fill)}")
     return out
 
 

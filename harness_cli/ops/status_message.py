@@ -26,6 +26,7 @@ from harness_cli.agents.runtime import RunEvent
 from harness_cli.config import Config
 from harness_cli.errors import HarnessError
 from harness_cli.logs import event
+from harness_cli.loop import outage
 from harness_cli.obligations.slack_door import Owed
 from harness_cli.ops.outbound import Outbound
 from harness_cli.services.slack import RateLimited
@@ -268,7 +269,11 @@ def for_case(cfg: Config, out: Outbound, case_id: str, title: str) -> StatusRepo
     thread = case_thread(case_id)
     if thread is None or thread.channel != cfg.harness.operator.self_dm_channel:
         return None
-    return StatusReporter(out, thread.channel, thread.thread_ts, title=title)
+    reporter = StatusReporter(out, thread.channel, thread.thread_ts, title=title)
+    # a case a model outage left waiting: this run goes on in the waiting run's message,
+    # edited in place, rather than one more message per try (#34 items 6, 13)
+    reporter.ts = outage.status_ts(case_id)
+    return reporter
 
 
 def reason(exc: BaseException) -> str:

@@ -208,7 +208,7 @@ class LiveSlack:
             failure = ServiceError(
                 f"Slack {method} failed: {error}", hint=_HINTS.get(str(error), "")
             )
-            failure.status = resp.status_code
+            failure.status, failure.code = resp.status_code, str(error)
             raise failure from None
         except OSError as exc:
             raise ServiceError(

@@ -17,7 +17,7 @@ import os
 import shutil
 import time
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,9 +172,16 @@ def unstage_unparsable(git: Git, workspace: Path) -> list[str]:
     return bad
 
 
-def last_good(workspace: Path, rel: str, *, look_back: int = 50) -> str | None:
+def last_good(
+    workspace: Path,
+    rel: str,
+    *,
+    look_back: int = 50,
+    accept: Callable[[str], object] = json.loads,
+) -> str | None:
     """The newest commit whose copy of ``rel`` parses as JSON (None: none within
-    ``look_back`` commits, or no history)."""
+    ``look_back`` commits, or no history). ``accept`` raises ValueError for a copy that does
+    not do (``admin: repair`` asks for a valid case record, not just JSON)."""
     git = Git(workspace)
     try:
         shas = git.run("log", f"-{look_back}", "--format=%H", "--", rel).split()
@@ -182,7 +189,7 @@ def last_good(workspace: Path, rel: str, *, look_back: int = 50) -> str | None:
         return None
     for sha in shas:
         try:
-            json.loads(git.run("show", f"{sha}:{rel}"))
+            accept(git.run("show", f"{sha}:{rel}"))
         except (HarnessError, ValueError):
             continue
         return sha

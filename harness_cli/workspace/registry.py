@@ -76,20 +76,18 @@ def load_case(case_id: str) -> Case:
 
 
 def restore_hint(path: Path) -> str:
-    """How to get a case file back: the workspace is a git repository."""
+    """How to get a case file back from Slack (#34 items 2, 3): ``admin: repair`` restores its
+    last committed version that reads (:mod:`harness_cli.workspace.repair`)."""
+    case_id = path.parent.name
     try:
-        rel = path.relative_to(paths.workspace())
-    except ValueError:
+        path.relative_to(paths.control_root())
+        validate_case_id(case_id)
+    except (ValueError, InputError):
         return "restore it from the workspace's git history"
-    from harness_cli.workspace.gitsync import last_good
-
-    where = paths.workspace()
-    # #34 item 3: `checkout -- FILE` gives back the index's copy, which may be the corrupt one
-    # a sync committed; the last commit whose copy parses is named instead.
-    good = last_good(where, str(rel))
-    if good is None:
-        return f"restore it from the workspace's git history (`git -C {where} log -- {rel}`)"
-    return f"restore its last good version: git -C {where} checkout {good[:12]} -- {rel}"
+    return (
+        f"send `admin: repair {case_id}` in your self-DM: it restores its last committed "
+        "version that reads"
+    )
 
 
 def _write(folder: Path, case: Case) -> None:

@@ -33,10 +33,12 @@ def test_a_reply_to_a_case_with_a_broken_file_is_told_and_answered_after_the_rep
     for _ in range(8):  # longer than intake_max_attempts: a broken file is not a bad message
         _poll(mem)
     told = [t for t in _dms(mem)[before:] if f"{DM}/{asked}" in t]
-    assert len(told) == 1 and "case.json" in told[0] and "checkout" in told[0]
+    assert len(told) == 1 and "case.json" in told[0] and f"`admin: repair {CASE}`" in told[0]
     assert payloads(mem.root, "followup") == []
 
-    record.write_bytes(good)  # the operator repairs it
+    code, out, err = mem.cli("admin", f"repair {CASE}")  # the operator repairs it, as told
+    assert code == 0 and "restored from commit" in out, out + err
+    assert record.read_bytes().strip() == good.strip()
     _poll(mem)
     [followup] = payloads(mem.root, "followup")
     assert followup["case_id"] == CASE and followup["trigger"]["ts"] == asked

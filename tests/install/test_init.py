@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -91,13 +92,18 @@ def test_init_writes_the_env_file_for_cron_with_token_names_and_no_token(
     tmp_path: Path, no_config_env: None
 ) -> None:
     secret = "xoxp-1234567890-do-not-copy"
-    code, _, err = harness_subprocess("init", *REAL, cwd=tmp_path, env={"SLACK_USER_TOKEN": secret})
+    code, out, err = harness_subprocess(
+        "init", *REAL, cwd=tmp_path, env={"SLACK_USER_TOKEN": secret, "GITLAB_URL": ""}
+    )
     assert code == 0, err
     env = tmp_path / "harness-home" / "env"
     assert stat.S_IMODE(env.stat().st_mode) == 0o600
     text = env.read_text()
-    for name in ("SLACK_USER_TOKEN=", "GITLAB_TOKEN=", "ANTHROPIC_API_KEY="):
+    # GitLab's address has no default: a line to fill in like the tokens, named in init's
+    # "fill in" line (README's step names it; it used to be a comment to find and uncomment)
+    for name in ("SLACK_USER_TOKEN=", "GITLAB_TOKEN=", "ANTHROPIC_API_KEY=", "GITLAB_URL="):
         assert f"\n{name}\n" in text
+    assert re.search(r"fill in .*GITLAB_URL", out + err), out + err
     assert secret not in text
     # an existing env file is kept, its mode tightened when others could read it
     env.write_text(text + "GITLAB_TOKEN=glpat-mine00000000\n")

@@ -63,6 +63,12 @@ def test_a_failing_channel_is_reported_once_and_the_others_go_on(
     assert len(thread_replies(emu, "D0SELF", command["ts"])) == 1  # the operator can still pause
     warnings = [t for t in _top_level_dms(emu) if "C0BROKEN" in t]
     assert len(warnings) == 1 and error in warnings[0]
+    # #34 item 2: the DM names what gets it read again, and the command it points to shows it
+    way_on = {"not_in_channel": "join <#C0BROKEN>", "channel_not_found": "projects.yaml",
+              "server_error": "Nothing to do"}[how]  # fmt: skip
+    assert way_on in warnings[0] and "`admin: oncall status`" in warnings[0], warnings[0]
+    code, out, _ = cli("admin", "oncall status")
+    assert code == 0 and "cannot read <#C0BROKEN> since" in out and error in out, out
     for _ in range(3):
         poll(cli)
     assert len([t for t in _top_level_dms(emu) if "C0BROKEN" in t]) == 1  # quiet until it changes

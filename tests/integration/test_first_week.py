@@ -24,7 +24,6 @@ import io
 import json
 import os
 import re
-import shlex
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any
 import pytest
 
 from harness_cli.cli import run
+from harness_cli.intake.admin_parser import AdminUsage, parse_admin
 from harness_cli.ops import schedule
 from harness_cli.sandbox.httpbase import Fault
 from harness_cli.sandbox.runner import Sandbox
@@ -385,9 +385,17 @@ def test_first_week_from_a_green_doctor_to_a_merged_mr_without_a_shell(week: Wee
     week.tick("mr-monitor")  # fix_ci meets the outage
     week.tick("poll-slack")  # still down: the waiting case is tried again, and waits again
     assert week.status() != "failed", "item 6: the outage failed the case\n" + week.why()
-    told = [m["text"] for m in week.dms()[dms_before:]]
-    outage = [t for t in told if re.search(r"model API|overloaded", t, re.I)]
+    new_dms = week.dms()[dms_before:]
+    told = [m["text"] for m in new_dms]
+    about = re.compile(r"model API|overloaded", re.I)
+    # one DM for the outage; the case's own status message (in its thread) may say that it
+    # waits, as one message edited in place by every try, never one more message per try
+    outage = [m for m in new_dms if about.search(m["text"]) and not m.get("thread_ts")]
+    per_case = [m for m in new_dms if about.search(m["text"]) and m.get("thread_ts")]
     week.expect(len(outage) == 1, "6", f"{len(outage)} DMs for one outage: {told}")
+    week.expect(
+        len(per_case) <= 1, "6", f"{len(per_case)} status messages of one waiting case: {told}"
+    )
     for text in told:
         week.expect(
             "overloaded_error" not in text and "{'type'" not in text,
@@ -397,6 +405,15 @@ def test_first_week_from_a_green_doctor_to_a_merged_mr_without_a_shell(week: Wee
     with box.anthropic.lock:
         box.anthropic.faults.clear()
     week.tick("poll-slack")  # the API is back: the waiting fix_ci runs again
+    # said once at most: the outage DM, edited in place; no new DM about the model API
+    seen = {m["ts"] for m in new_dms}
+    later = [m["text"] for m in week.dms()[dms_before:] if m["ts"] not in seen]
+    week.expect(
+        not any(about.search(t) for t in later), "6", f"the end of the outage, told anew: {later}"
+    )
+    if outage:
+        [edited] = [m["text"] for m in week.dms() if m["ts"] == outage[0]["ts"]]
+        week.expect("back" in edited, "6", f"the outage DM does not say it is over: {edited!r}")
     if not week.expect(len(week.pipelines()) > 1, "6", "nothing ran fix_ci again after the outage"):
         # what only a shell could do (the test fails on item 6; the rest of the week still runs)
         with _environ(week.cron_env):
@@ -424,26 +441,16 @@ def test_first_week_from_a_green_doctor_to_a_merged_mr_without_a_shell(week: Wee
         week.expect(_parses(text), "3", f"a corrupt case.json was pushed ({sha})")
     broken = [m["text"] for m in week.dms() if "case.json" in m["text"]]
     week.expect(broken, "4", "the operator was not told that the case file is unreadable")
-    fix = re.search(r"`(admin:[^`]+)`", broken[-1]) if broken else None
-    if week.expect(fix, "3", f"no DM names a fix for case.json that works from Slack: {broken}"):
-        assert fix is not None
-        asked = week.say(fix.group(1))
-        week.tick("poll-slack")
-        assert _parses(week.case_file.read_text(encoding="utf-8")), week.answer_to(asked)
-    else:
-        # what only a shell could do, so that the rest of the week still runs and its defects
-        # are named too (the test fails on item 3): the DM's git command, else the good copy
-        git_fix = re.compile(r"(git -C \S+ checkout [0-9a-f]+ -- \S+?)\.?(?:\s|$)")
-        named = git_fix.search(broken[-1]) if broken else None
-        if named:
-            subprocess.run(shlex.split(named.group(1)), check=True, capture_output=True)
-            week.expect(
-                _parses(week.case_file.read_text(encoding="utf-8")),
-                "3",
-                f"the DM's fix did not restore a version that parses: {named.group(1)}",
-            )
-        if not _parses(week.case_file.read_text(encoding="utf-8")):
-            week.case_file.write_text(good, encoding="utf-8")
+    fix = re.search(r"`(admin: repair [^`]+)`", broken[-1]) if broken else None
+    assert fix, f"item 3: no DM names a fix for case.json that works from Slack: {broken}"
+    asked = week.say(fix.group(1))
+    week.tick("poll-slack")
+    assert _parses(week.case_file.read_text(encoding="utf-8")), week.answer_to(asked)
+    week.expect(
+        "restored from commit" in week.answer_to(asked),
+        "3",
+        f"the repair does not say what it restored: {week.answer_to(asked)!r}",
+    )
     assert week.status() == "mr_open", week.why()
     week.tick("poll-slack")
     answered = [
@@ -507,22 +514,15 @@ def test_first_week_from_a_green_doctor_to_a_merged_mr_without_a_shell(week: Wee
             "2",
             f"a DM whose way on is a shell command: {text!r}",
         )
-    # What #34 still gets wrong, each named: the week fails on anything else, and is reported
-    # as an expected failure (not a pass) while these remain.
-    new = [d for d in week.defects if not any(p.search(d) for p in STILL_OPEN)]
-    assert not new, "\n".join(new)
-    if week.defects:
-        pytest.xfail("still open in #34:\n" + "\n".join(week.defects))
-
-
-STILL_OPEN = (
-    # item 6/13: each run that meets the outage closes its own status message as waiting,
-    # beside the one outage DM (one message per outage is not reached yet)
-    re.compile(r"^item 6: \d+ DMs for one outage"),
-    # item 3: the fix for a torn case.json is a git command, not an `admin:` one
-    re.compile(r"^item 3: no DM names a fix for case.json that works from Slack"),
-    re.compile(r"^item 2: a DM that names no way on from Slack: 'I could not act on your message"),
-    # item 2: "I cannot read #support" names no way on when the problem persists
-    re.compile(r"^item 2: a DM that names no way on from Slack: 'I cannot read <#"),
-)
-"""Defects of #34 this test still finds (see the closing note of the round that wrote it)."""
+    # every `admin: …` command a DM names is one the harness takes: it parses, and the case
+    # it names exists
+    for message in dms:
+        for command in re.findall(r"`(admin:[^`]+)`", message["text"]):
+            try:
+                parsed = parse_admin(command)
+            except AdminUsage as exc:
+                week.expect(False, "2", f"a DM names a command that does not parse: {exc}")
+                continue
+            cases = [a for a in parsed.args if re.fullmatch(r"[A-Z]+-\d+", a)]
+            week.expect(all(c == CASE for c in cases), "2", f"a DM names another case: {command!r}")
+    assert not week.defects, "\n".join(week.defects)
