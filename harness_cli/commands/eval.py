@@ -79,6 +79,12 @@ def evaluate(
         "of this baseline's 95 % interval (evals/baseline.json, or an eval.json).",
     ),
     list_components: bool = typer.Option(False, "--list", help="List the components."),
+    exhaustive: bool = typer.Option(
+        False,
+        "--exhaustive",
+        help="Run every ablation pair, also a gate's on a deterministic case where the "
+        "baseline never raised it (by default that pair is the baseline's run, inferred).",
+    ),
 ) -> None:
     """Each trial runs the real subcommands (init, case new, investigate, review; or the
     delivery flow) in a fresh HARNESS_HOME. Every trial started is counted."""
@@ -109,7 +115,9 @@ def evaluate(
             from harness_cli.eval.before_after import overlaid
 
             config_root = stack.enter_context(overlaid(overlay))
-        run = _evaluate(suites, runs, runtime, ablate, matrix, jobs, timeout, config_root)
+        run = _evaluate(
+            suites, runs, runtime, ablate, matrix, jobs, timeout, config_root, exhaustive
+        )
     result = Result("eval", data=run.to_json(), columns=report.COLUMNS, rows=report.rows(run))
     result.messages += report.delta_lines(run)
     base = run.overall()
@@ -150,6 +158,7 @@ def _evaluate(
     jobs: int,
     timeout: float,
     config_root: Path | None,
+    exhaustive: bool = False,
 ) -> Any:
     from harness_cli.errors import InputError
     from harness_cli.eval import runner
@@ -158,7 +167,7 @@ def _evaluate(
         return runner.evaluate(
             suites or ["investigation"], runs=runs, runtime=runtime, ablate=ablate,
             matrix=matrix, jobs=jobs or None, timeout_s=timeout, config_root=config_root,
-            progress=_progress,
+            progress=_progress, exhaustive=exhaustive,
         )  # fmt: skip
     except ValueError as exc:  # the ablation validator
         raise InputError(

@@ -64,6 +64,10 @@ class TrialResult:
     """The case's model is scripted without draws: one trial says all a trial can."""
     live: bool = False
     """A real model played some role: a model eval's trial, not a machinery eval's."""
+    inferred: bool = False
+    """Not run: an ablation of gates that never fired in this (case, seed)'s deterministic
+    baseline trial is that same run (``runner.infer``); its grade and outcome are the
+    baseline's, its cost is not counted again and it is no trial started."""
 
     @property
     def passed(self) -> bool:
