@@ -202,6 +202,13 @@ def variants_for(
     return out
 
 
+def applies(ablated: Sequence[str], case: LibraryCase) -> bool:
+    """A variant runs on a case only where every component it turns off can be seen: a
+    delivery component's code is never reached by an investigation, nor the reverse
+    (``Component.suites``), so that pair would be the baseline again at a trial's cost."""
+    return all(case.kind in components.COMPONENTS[name].suites for name in ablated)
+
+
 def plan(
     cases: Sequence[tuple[str, Path, LibraryCase]],
     variants: Sequence[tuple[str, ...]],
@@ -218,6 +225,8 @@ def plan(
         # case is the unit. A stochastic or live case gets its --runs trials (seeds 1..N).
         for seed in range(1, (runs if case.trials_matter else 1) + 1):
             for ablated in variants:
+                if not applies(ablated, case):
+                    continue
                 root = str(config_root.absolute()) if config_root else None
                 specs.append(
                     TrialSpec(len(specs), suite, case.id, str(path), runtime, seed, ablated, root)
