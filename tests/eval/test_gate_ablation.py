@@ -126,3 +126,14 @@ def test_the_committed_matrix_has_a_case_for_every_gate_and_review() -> None:
         if not moved.get(name):
             missing.append(f"{name}: no case")
     assert not missing, "; ".join(missing)
+
+
+def test_a_variant_runs_only_on_the_cases_its_components_can_see() -> None:
+    cases = runner.load([str(DEFAULT_DIR / "honest-complete.yaml"),
+                         str(DEFAULT_DIR.parent / "delivery" / "ci-fix.yaml")])  # fmt: skip
+    variants = runner.variants_for(cases, [], matrix=True)
+    specs = runner.plan(cases, variants, runs=1, runtime="anthropic")
+    seen = {(s.case, s.variant) for s in specs}
+    assert ("honest-complete", "G1") in seen and ("ci-fix", "acceptance") in seen
+    assert ("honest-complete", "acceptance") not in seen and ("ci-fix", "G1") not in seen
+    assert ("honest-complete", "baseline") in seen and ("ci-fix", "baseline") in seen
