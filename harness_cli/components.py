@@ -47,17 +47,12 @@ class Component:
     deterministic trial where none of them fired, the run without it is the same run, step
     for step, so the matrix infers that pair instead of running it (``--exhaustive`` runs
     it). The reviews are not such: turning one off removes a model call."""
-    no_case: str = ""
-    """Why no case can change its outcome when it alone is off (the report says so instead
-    of a number); empty for a component a case exercises."""
 
 
-def _gate(
-    code: str, what: str, locator: str = "gates/__init__.py::family_on", no_case: str = ""
-) -> Component:
+def _gate(code: str, what: str, locator: str = "gates/__init__.py::family_on") -> Component:
     """One of the 19 gates alone (its family keeps its own switch)."""
     return Component(code, f"{code} alone: {what}", f"harness_cli/investigation/{locator}",
-                     ("investigation",), (code,), True, no_case)  # fmt: skip
+                     ("investigation",), (code,), True)  # fmt: skip
 
 
 _FAMILY = "harness_cli/investigation/gates/__init__.py::family_on"
@@ -84,10 +79,7 @@ _ALL = (
     _gate("A2", "no COMPLETE while adjacent problems stay open"),
     _gate("A3", "a non-empty assumption register"),
     _gate("A4", "one action maps to the root cause"),
-    _gate("A5", "no COMPLETE without a traced causal chain",
-          no_case="its exit block is carried out by CAUSAL_CHAIN_FORCE (force_rules), which "
-          "reads causal_chain_complete itself, and after a review by the same test; alone, A5 "
-          "only adds a guard note that repeats the force rule's"),
+    _gate("A5", "no COMPLETE without a traced causal chain"),
     _gate("A6", "a destructive action must map to the root cause"),
     _gate("EQ1", "60 % cap without HARD root-cause evidence", "gates/ceiling.py::claim_ceiling"),
     _gate("P7", "the review's FAIL dimensions lower the ceiling", "gates/ceiling.py::p7_ceiling"),

@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from harness_cli import components
 from harness_cli.eval.runner import BASELINE, EvalRun, Row
 
 log = logging.getLogger("harness.eval")
@@ -87,12 +86,7 @@ def gate_lines(run: EvalRun) -> list[str]:
         if a is None:
             out.append(f"| {label} | — | not ablated in this run | — |")
             continue
-        why = (
-            components.COMPONENTS[a.component].no_case
-            if a.component in components.COMPONENTS
-            else ""
-        )
-        moved = _named(a.flips) if a.flips else "no case" + (f": {why}" if why else "")
+        moved = _named(a.flips) if a.flips else "no case"
         out.append(f"| {label} | `{a.component}` | {moved} | {_named(a.signature_only)} |")
     return out
 
