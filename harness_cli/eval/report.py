@@ -149,7 +149,7 @@ def markdown(run: EvalRun, plot: Path | None = None) -> str:
             f"{_named(a.flips)} | {_named(a.signature_only)} | {a.defective_accepted} |"
         )
     if plot is not None:
-        parts += ["", f"![pass rate per ablated component]({plot.name})"]
+        parts += ["", f"![pass rate with − without each component, judged by outcome]({plot.name})"]
     if any(a.holds for a in run.ablations):
         parts += ["", "## The 19 gates, each turned off alone", "",
                   "G5 and D are the two reviews (red team, adversarial reviewer: turning one "
@@ -203,8 +203,9 @@ def fit_title(fig: Any, title: Any) -> None:
 
 
 def plot(run: EvalRun, path: Path) -> Path | None:
-    """The pass rate with its interval per variant (PNG, or SVG by the suffix); None when
-    matplotlib is not installed (``pip install 'harness-cli[eval]'``)."""
+    """Per ablated component the outcome-judged delta with its interval (the baseline's pass
+    rate when nothing was ablated); PNG, or SVG by the suffix; None when matplotlib is not
+    installed (``pip install 'harness-cli[eval]'``)."""
     try:
         import matplotlib
 
@@ -213,19 +214,30 @@ def plot(run: EvalRun, path: Path) -> Path | None:
     except ImportError:
         log.warning("matplotlib is not installed: no plot (pip install 'harness-cli[eval]')")
         return None
-    names = [BASELINE, *sorted(a.component for a in run.ablations)]
-    overall = [run.overall(n) for n in names]
-    rates = [r.rate for r in overall]
-    # Clamped: Wilson's bound at 0/n or n/n can land a rounding error past the rate itself.
-    low = [max(0.0, r.rate - r.low) for r in overall]
-    high = [max(0.0, r.high - r.rate) for r in overall]
+    if run.ablations:
+        # Judged by outcome, like the table: the delta (with − without) and its paired
+        # interval; a component no case moves is labelled so, not drawn as a measured zero.
+        ablations = sorted(run.ablations, key=lambda a: a.component)
+        names = [f"without {a.component}" + ("" if a.flips else " (no case)") for a in ablations]
+        values = [a.delta.delta if a.flips else float("nan") for a in ablations]
+        low = [max(0.0, a.delta.delta - a.delta.low) if a.flips else 0.0 for a in ablations]
+        high = [max(0.0, a.delta.high - a.delta.delta) if a.flips else 0.0 for a in ablations]
+        reference, xlim = 0.0, (-1.0, 1.0)
+        xlabel = "pass rate with − without, judged by outcome (95 % paired interval)"
+    else:
+        base = run.overall()
+        names, values = [BASELINE], [base.rate]
+        # Clamped: Wilson's bound at 0/n or n/n can land a rounding error past the rate.
+        low, high = [max(0.0, base.rate - base.low)], [max(0.0, base.high - base.rate)]
+        reference, xlim = base.rate, (0.0, 1.0)
+        xlabel = "pass rate (95 % Wilson interval)"
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.5))
     ys = list(range(len(names)))[::-1]
-    ax.errorbar(rates, ys, xerr=[low, high], fmt="o", capsize=4)
-    ax.axvline(rates[0], linestyle=":", linewidth=1)
-    ax.set_yticks(ys, [n if n == BASELINE else f"without {n}" for n in names])
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("pass rate (95 % Wilson interval)")
+    ax.errorbar(values, ys, xerr=[low, high], fmt="o", capsize=4)
+    ax.axvline(reference, linestyle=":", linewidth=1)
+    ax.set_yticks(ys, names)
+    ax.set_xlim(*xlim)
+    ax.set_xlabel(xlabel)
     title = ax.set_title(title_text(run), wrap=True, fontsize="medium")
     fig.tight_layout()
     fit_title(fig, title)

@@ -137,3 +137,18 @@ def test_a_variant_runs_only_on_the_cases_its_components_can_see() -> None:
     assert ("honest-complete", "G1") in seen and ("ci-fix", "acceptance") in seen
     assert ("honest-complete", "acceptance") not in seen and ("ci-fix", "G1") not in seen
     assert ("honest-complete", "baseline") in seen and ("ci-fix", "baseline") in seen
+
+
+def test_an_emulator_port_or_a_commit_id_is_no_decision() -> None:
+    """Two runs of the same delivery differ in the emulators' ports and the commits' ids:
+    neither is an outcome (the matrix showed every delivery case "changing" without each
+    delivery component before), while the words around them still are."""
+    from harness_cli.eval.trial import reached_operator
+
+    one = reached_operator(["MR opened http://127.0.0.1:35037/acme/x/-/merge_requests/1",
+                            "Done, updated in 501542e0: the docstring"])  # fmt: skip
+    two = reached_operator(["MR opened http://127.0.0.1:46111/acme/x/-/merge_requests/1",
+                            "Done, updated in e773ee05: the docstring"])  # fmt: skip
+    assert one == two
+    assert one != reached_operator(["MR opened http://127.0.0.1:1/acme/x/-/merge_requests/2",
+                                    "Done, updated: the docstring"])  # fmt: skip
