@@ -3,7 +3,10 @@ consults at each component's point: ``components.enabled("red_team")``.
 
 003, "Mesurer une seule modification à la fois": an ablation changes one component and keeps
 everything else fixed. Each component here is a part whose worth an eval can measure by
-turning it off; ``locator`` says where its switch is read (the behaviour map pins it).
+turning it off; ``locator`` says where its switch is read (the behaviour map pins it). Each of
+the 19 gates can be turned off alone (components ``G1`` … ``P7``; G5 is ``red_team``, D
+``adversarial_reviewer``, A7 ``context_pinning``) and its family with it (``g_gates`` …): a
+gate runs while every component holding its code is on (``gate_on``).
 
 The switch is driven only by an eval trial: ``harness eval`` writes ``eval-trial.json`` into
 the trial's own fresh ``HARNESS_HOME`` (``TRIAL_FILE``), naming the components it turns off.
@@ -35,29 +38,63 @@ class Component:
     """``path::function`` where ``enabled(name)`` is consulted."""
     suites: tuple[str, ...]
     """The eval suites whose cases can see it (a matrix ablates it on these only)."""
+    gates: tuple[str, ...] = ()
+    """The gate codes (``gates/table.py``) it switches off: a gate runs only while every
+    component holding its code is on (``gate_on``), so a family and each of its gates can be
+    ablated alone through the same switch."""
+    only_through_gates: bool = False
+    """It acts only through those gates' verdicts (a violation, a cap that binds): in a
+    deterministic trial where none of them fired, the run without it is the same run, step
+    for step, so the matrix infers that pair instead of running it (``--exhaustive`` runs
+    it). The reviews are not such: turning one off removes a model call."""
 
 
+def _gate(code: str, what: str, locator: str = "gates/__init__.py::family_on") -> Component:
+    """One of the 19 gates alone (its family keeps its own switch)."""
+    return Component(code, f"{code} alone: {what}", f"harness_cli/investigation/{locator}",
+                     ("investigation",), (code,), True)  # fmt: skip
+
+
+_FAMILY = "harness_cli/investigation/gates/__init__.py::family_on"
 _ALL = (
     Component("g_gates", "G1-G4: logical consistency between rounds (G-gates)",
-              "harness_cli/investigation/gates/__init__.py::family_on", ("investigation",)),
+              _FAMILY, ("investigation",), ("G1", "G2", "G3", "G4"), True),
     Component("n_gates", "N1-N3, N5: structural completeness (N-gates)",
-              "harness_cli/investigation/gates/__init__.py::family_on", ("investigation",)),
+              _FAMILY, ("investigation",), ("N1", "N2", "N3", "N5"), True),
     Component("a_gates", "A1-A6: mechanical ceilings incl. the A1 confidence cap (A-gates)",
-              "harness_cli/investigation/gates/ceiling.py::claim_ceiling", ("investigation",)),
+              "harness_cli/investigation/gates/ceiling.py::claim_ceiling", ("investigation",),
+              ("A1", "A2", "A3", "A4", "A5", "A6"), True),
     Component("spot_checks", "EQ1 (60 % cap without HARD evidence) and P7 (review penalty)",
-              "harness_cli/investigation/gates/ceiling.py::claim_ceiling", ("investigation",)),
+              "harness_cli/investigation/gates/ceiling.py::claim_ceiling", ("investigation",),
+              ("EQ1", "P7"), True),
+    _gate("G1", "open questions grew while confidence rose: held", "gates/ceiling.py::g1_cap"),
+    _gate("G2", "tension language with an empty contradiction register"),
+    _gate("G3", "adjacent problems and unchecked sources as status objects"),
+    _gate("G4", "BLOCKED while reachable sources were skipped"),
+    _gate("N1", "every fix action has a verify_action"),
+    _gate("N2", "a root cause with its evidence"),
+    _gate("N3", "COMPLETE carries the user-facing draft_response"),
+    _gate("N5", "a verify_action with description, expected outcome and timing"),
+    _gate("A1", "the arithmetic confidence cap", "gates/ceiling.py::claim_ceiling"),
+    _gate("A2", "no COMPLETE while adjacent problems stay open"),
+    _gate("A3", "a non-empty assumption register"),
+    _gate("A4", "one action maps to the root cause"),
+    _gate("A5", "no COMPLETE without a traced causal chain"),
+    _gate("A6", "a destructive action must map to the root cause"),
+    _gate("EQ1", "60 % cap without HARD root-cause evidence", "gates/ceiling.py::claim_ceiling"),
+    _gate("P7", "the review's FAIL dimensions lower the ceiling", "gates/ceiling.py::p7_ceiling"),
     Component("force_rules", "CONFIDENCE_FORCE, CAUSAL_CHAIN_FORCE, G_BLOCKER_FORCE",
               "harness_cli/investigation/rules.py::_natural", ("investigation",)),
     Component("adversarial_reviewer", "the adversarial review D1-D15 (its call and verdict)",
-              "harness_cli/investigation/reviewer.py::review", ("investigation",)),
+              "harness_cli/investigation/reviewer.py::review", ("investigation",), ("D",)),
     Component("red_team", "the isolated red-team review G5 (its call and verdict)",
-              "harness_cli/investigation/reviewer.py::review", ("investigation",)),
+              "harness_cli/investigation/reviewer.py::review", ("investigation",), ("G5",)),
     Component("precommit_lock", "the pre-commitment hypothesis slate and its lock",
               "harness_cli/investigation/loop.py::Loop._slate", ("investigation",)),
     Component("empirical_anchor", "Phase C: OS facts in the first prompt",
               "harness_cli/investigation/loop.py::Loop._run", ("investigation",)),
     Component("context_pinning", "A7: contradictions and assumptions pinned to each prompt",
-              "harness_cli/investigation/loop.py::Loop._run", ("investigation",)),
+              "harness_cli/investigation/loop.py::Loop._run", ("investigation",), ("A7",)),
     Component("acceptance", "fail-closed acceptance: an MR is ready only on a passing record",
               "harness_cli/delivery/acceptance.py::accepts_head", ("delivery",)),
     Component("reply_gate", "'Done, updated' only when the push exited 0",
@@ -66,6 +103,11 @@ _ALL = (
               "harness_cli/delivery/push/recovery.py::push_with_recovery", ("delivery",)),
 )  # fmt: skip
 COMPONENTS: dict[str, Component] = {c.name: c for c in _ALL}
+
+_HOLDERS: dict[str, tuple[str, ...]] = {}
+for _c in _ALL:
+    for _code in _c.gates:
+        _HOLDERS[_code] = (*_HOLDERS.get(_code, ()), _c.name)
 
 _cache: dict[Path, frozenset[str]] = {}
 
@@ -97,6 +139,15 @@ def enabled(name: str) -> bool:
     if name not in COMPONENTS:
         raise KeyError(f"no component {name!r} (see harness_cli/components.py)")
     return name not in disabled()
+
+
+def gate_on(code: str) -> bool:
+    """Gate ``code`` runs in this trial: every component that holds it (its family's switch
+    and its own) is on. A code no component holds is a programming error."""
+    holders = _HOLDERS.get(code)
+    if holders is None:
+        raise KeyError(f"no component holds gate {code!r} (see harness_cli/components.py)")
+    return all(enabled(name) for name in holders)
 
 
 def changed_components(control: frozenset[str], treatment: frozenset[str]) -> tuple[str, ...]:

@@ -98,6 +98,12 @@ def evaluate(
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the plan (and a live run's estimate); run nothing."
     ),
+    exhaustive: bool = typer.Option(
+        False,
+        "--exhaustive",
+        help="Run every ablation pair, also a gate's on a deterministic case where the "
+        "baseline never raised it (by default that pair is the baseline's run, inferred).",
+    ),
 ) -> None:
     """Each trial runs the real subcommands (init, case new, investigate, review; or the
     delivery flow) in a fresh HARNESS_HOME. Every trial started is counted."""
@@ -146,7 +152,9 @@ def evaluate(
                 return
             run, live_said = ran
         else:
-            run = _evaluate(suites, runs, runtime, ablate, matrix, jobs, timeout, config_root)
+            run = _evaluate(
+                suites, runs, runtime, ablate, matrix, jobs, timeout, config_root, exhaustive
+            )
     result = Result("eval", data=run.to_json(), columns=report.COLUMNS, rows=report.rows(run))
     if live:
         from harness_cli.eval.live import lines
@@ -211,6 +219,7 @@ def _evaluate(
     jobs: int,
     timeout: float,
     config_root: Path | None,
+    exhaustive: bool = False,
 ) -> Any:
     from harness_cli.errors import InputError
     from harness_cli.eval import runner
@@ -219,7 +228,7 @@ def _evaluate(
         return runner.evaluate(
             suites or ["investigation"], runs=runs, runtime=runtime, ablate=ablate,
             matrix=matrix, jobs=jobs or None, timeout_s=timeout, config_root=config_root,
-            progress=_progress,
+            progress=_progress, exhaustive=exhaustive,
         )  # fmt: skip
     except ValueError as exc:  # the ablation validator
         raise InputError(

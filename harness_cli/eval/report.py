@@ -49,8 +49,10 @@ def delta_lines(run: EvalRun) -> list[str]:
     for a in sorted(run.ablations, key=lambda a: (-a.delta.delta, a.component)):
         d = a.delta
         lines.append(
-            f"{a.component}: without {d.control:.0%}, with {d.treatment:.0%}, delta "
-            f"{d.delta:+.0%} [{d.low:+.0%}, {d.high:+.0%}] over {d.n} paired case run(s); "
+            f"{a.component}: " + (
+                f"without {d.control:.0%}, with {d.treatment:.0%}, delta {d.delta:+.0%} "
+                f"[{d.low:+.0%}, {d.high:+.0%}]" if a.flips else "no case")
+            + f" over {d.n} paired case run(s){_inferred(a.inferred)}; "
             f"outcome changes without it: {', '.join(a.flips) or 'none'}"
             + (f"; grade only (same outcome): {', '.join(a.signature_only)}"
                if a.signature_only else "")
@@ -60,6 +62,33 @@ def delta_lines(run: EvalRun) -> list[str]:
 
 def _named(cases: list[str]) -> str:
     return ", ".join(cases) if cases else "—"
+
+
+def _inferred(n: int) -> str:
+    return f" ({n} inferred: its gates never fired)" if n else ""
+
+
+REVIEWS = {"G5": "red team", "D": "adversarial verdict D1-D15", "A7": "context pin"}
+
+
+def gate_lines(run: EvalRun) -> list[str]:
+    """Per gate of the reference's 19 (G5 and D are the two reviews, A7 the pin): the
+    component that turns it off alone and the cases whose outcome changes without it — or
+    "no case", never a number a missing case would make look measured."""
+    from harness_cli.investigation.gates.table import TABLE
+
+    alone = {a.holds[0]: a for a in run.ablations if len(a.holds) == 1}
+    out = ["| gate | turned off by | cases whose outcome changes without it | grade only |",
+           "| --- | --- | --- | --- |"]  # fmt: skip
+    for spec in (g for g in TABLE if g.counted):
+        a = alone.get(spec.code)
+        label = f"{spec.code} ({REVIEWS[spec.code]})" if spec.code in REVIEWS else spec.code
+        if a is None:
+            out.append(f"| {label} | — | not ablated in this run | — |")
+            continue
+        moved = _named(a.flips) if a.flips else "no case"
+        out.append(f"| {label} | `{a.component}` | {moved} | {_named(a.signature_only)} |")
+    return out
 
 
 def markdown(run: EvalRun, plot: Path | None = None) -> str:
@@ -82,7 +111,15 @@ def markdown(run: EvalRun, plot: Path | None = None) -> str:
         "",
         f"Suites {', '.join(run.suites)}; runtime {run.runtime}; {run.started} trials started, "
         "all counted (timeouts, policy stops, crashes and grader errors included); wall time "
-        f"{run.wall_seconds:.0f} s.",
+        f"{run.wall_seconds:.0f} s."
+        + (
+            f" {run.inferred} pair(s) of a gate's ablation were inferred, not run: the "
+            "baseline trial was deterministic and none of the component's gates fired in it "
+            "(no violation, no cap that bound), so the run without them is the same run step "
+            "for step (`--exhaustive` runs them)."
+            if run.inferred
+            else ""
+        ),
         "",
         f"Baseline: {base.case_score:g}/{base.cases} cases pass, {base.rate:.1%} "
         f"[{base.low:.1%}, {base.high:.1%}] (Wilson 95 %, the case as the unit), "
@@ -98,20 +135,27 @@ def markdown(run: EvalRun, plot: Path | None = None) -> str:
         "*grade only* and not counted. Delta = with − without, 95 % interval by Newcombe's "
         "paired method over (case, seed) pairs.",
         "",
-        "| component | without | with | delta [95 % CI] | pairs | outcome changes without it "
-        "| grade only (same outcome) | defective accepted without |",
+        "| component | without | with | delta [95 % CI] | pairs (inferred) | outcome changes "
+        "without it | grade only (same outcome) | defective accepted without |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for a in sorted(run.ablations, key=lambda a: (-a.delta.delta, a.component)):
         d = a.delta
         figure = (f"{d.delta:+.0%} [{d.low:+.0%}, {d.high:+.0%}]" if a.flips else
-                  "no case exercises it")  # fmt: skip
+                  "no case")  # fmt: skip
         parts.append(
-            f"| {a.component} | {d.control:.0%} | {d.treatment:.0%} | {figure} | {d.n} | "
+            f"| {a.component} | {d.control:.0%} | {d.treatment:.0%} | {figure} | {d.n} "
+            f"({a.inferred}) | "
             f"{_named(a.flips)} | {_named(a.signature_only)} | {a.defective_accepted} |"
         )
     if plot is not None:
-        parts += ["", f"![pass rate per ablated component]({plot.name})"]
+        parts += ["", f"![pass rate with − without each component, judged by outcome]({plot.name})"]
+    if any(a.holds for a in run.ablations):
+        parts += ["", "## The 19 gates, each turned off alone", "",
+                  "G5 and D are the two reviews (red team, adversarial reviewer: turning one "
+                  "off removes its call), A7 the context pin; a family's switch (`g_gates`, "
+                  "`n_gates`, `a_gates`, `spot_checks`) turns its gates off together.", "",
+                  *gate_lines(run)]  # fmt: skip
     parts += ["", "## Cases whose outcome changes", ""]
     for a in sorted(run.ablations, key=lambda a: a.component):
         moved = [f"{c} ({w:.0%} → {o:.0%})" for c, (w, o) in a.cases.items() if c in a.flips]
@@ -159,8 +203,9 @@ def fit_title(fig: Any, title: Any) -> None:
 
 
 def plot(run: EvalRun, path: Path) -> Path | None:
-    """The pass rate with its interval per variant (PNG, or SVG by the suffix); None when
-    matplotlib is not installed (``pip install 'harness-cli[eval]'``)."""
+    """Per ablated component the outcome-judged delta with its interval (the baseline's pass
+    rate when nothing was ablated); PNG, or SVG by the suffix; None when matplotlib is not
+    installed (``pip install 'harness-cli[eval]'``)."""
     try:
         import matplotlib
 
@@ -169,19 +214,30 @@ def plot(run: EvalRun, path: Path) -> Path | None:
     except ImportError:
         log.warning("matplotlib is not installed: no plot (pip install 'harness-cli[eval]')")
         return None
-    names = [BASELINE, *sorted(a.component for a in run.ablations)]
-    overall = [run.overall(n) for n in names]
-    rates = [r.rate for r in overall]
-    # Clamped: Wilson's bound at 0/n or n/n can land a rounding error past the rate itself.
-    low = [max(0.0, r.rate - r.low) for r in overall]
-    high = [max(0.0, r.high - r.rate) for r in overall]
+    if run.ablations:
+        # Judged by outcome, like the table: the delta (with − without) and its paired
+        # interval; a component no case moves is labelled so, not drawn as a measured zero.
+        ablations = sorted(run.ablations, key=lambda a: a.component)
+        names = [f"without {a.component}" + ("" if a.flips else " (no case)") for a in ablations]
+        values = [a.delta.delta if a.flips else float("nan") for a in ablations]
+        low = [max(0.0, a.delta.delta - a.delta.low) if a.flips else 0.0 for a in ablations]
+        high = [max(0.0, a.delta.high - a.delta.delta) if a.flips else 0.0 for a in ablations]
+        reference, xlim = 0.0, (-1.0, 1.0)
+        xlabel = "pass rate with − without, judged by outcome (95 % paired interval)"
+    else:
+        base = run.overall()
+        names, values = [BASELINE], [base.rate]
+        # Clamped: Wilson's bound at 0/n or n/n can land a rounding error past the rate.
+        low, high = [max(0.0, base.rate - base.low)], [max(0.0, base.high - base.rate)]
+        reference, xlim = base.rate, (0.0, 1.0)
+        xlabel = "pass rate (95 % Wilson interval)"
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.5))
     ys = list(range(len(names)))[::-1]
-    ax.errorbar(rates, ys, xerr=[low, high], fmt="o", capsize=4)
-    ax.axvline(rates[0], linestyle=":", linewidth=1)
-    ax.set_yticks(ys, [n if n == BASELINE else f"without {n}" for n in names])
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("pass rate (95 % Wilson interval)")
+    ax.errorbar(values, ys, xerr=[low, high], fmt="o", capsize=4)
+    ax.axvline(reference, linestyle=":", linewidth=1)
+    ax.set_yticks(ys, names)
+    ax.set_xlim(*xlim)
+    ax.set_xlabel(xlabel)
     title = ax.set_title(title_text(run), wrap=True, fontsize="medium")
     fig.tight_layout()
     fit_title(fig, title)

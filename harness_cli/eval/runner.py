@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,8 @@ class Row:
     """The cases' pass rates summed (a deterministic case is 0 or 1)."""
     deterministic: bool = True
     """Every trial in the row is of a deterministic case: each case ran once, pass or fail."""
+    inferred: int = 0
+    """Of ``started``, the trials not run but known (``TrialResult.inferred``)."""
 
     @property
     def rate(self) -> float:
@@ -88,10 +90,11 @@ def row(suite: str, case: str, variant: str, results: Sequence[TrialResult]) -> 
     else:
         r.low, r.high = wilson(r.case_score, r.cases)
     r.defective_accepted = sum(1 for t in results if t.defective_accepted)
-    finished = [t for t in results if t.finished]
+    r.inferred = sum(1 for t in results if t.inferred)
+    finished = [t for t in results if t.finished and not t.inferred]
     r.finished = len(finished)
-    r.usd = round(sum(t.usd for t in results), 6)
-    r.tokens = sum(t.tokens for t in results)
+    r.usd = round(sum(t.usd for t in results if not t.inferred), 6)
+    r.tokens = sum(t.tokens for t in results if not t.inferred)
     r.wall_seconds = round(sum(t.wall_seconds for t in finished), 3)
     r.statuses = dict(Counter(t.status for t in results))
     return r
@@ -113,6 +116,10 @@ class Ablation:
     missing gate code, an intermediate number, an iteration count): not counted."""
     defective_accepted: int = 0
     """Trials without the component that accepted a case marked defective."""
+    inferred: int = 0
+    """Pairs not run: the component's gates never fired in the baseline trial (``infer``)."""
+    holds: tuple[str, ...] = ()
+    """The gate codes the component switches off."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -122,6 +129,8 @@ class Ablation:
             "outcome_flips": self.flips,
             "signature_only": self.signature_only,
             "defective_accepted_without": self.defective_accepted,
+            "pairs_inferred": self.inferred,
+            "gates": list(self.holds),
         }
 
 
@@ -138,7 +147,12 @@ class EvalRun:
 
     @property
     def started(self) -> int:
-        return len(self.trials)
+        """Trials run (an inferred one is known, not started)."""
+        return sum(1 for t in self.trials if not t.inferred)
+
+    @property
+    def inferred(self) -> int:
+        return sum(1 for t in self.trials if t.inferred)
 
     @property
     def kind(self) -> str:
@@ -156,6 +170,7 @@ class EvalRun:
             "runs": self.runs,
             "suites": self.suites,
             "trials_started": self.started,
+            "trials_inferred": self.inferred,
             "wall_seconds": round(self.wall_seconds, 2),
             "variants": {v: [r.to_json() for r in rows] for v, rows in self.variants.items()},
             "ablations": [a.to_json() for a in self.ablations],
@@ -187,6 +202,13 @@ def variants_for(
     return out
 
 
+def applies(ablated: Sequence[str], case: LibraryCase) -> bool:
+    """A variant runs on a case only where every component it turns off can be seen: a
+    delivery component's code is never reached by an investigation, nor the reverse
+    (``Component.suites``), so that pair would be the baseline again at a trial's cost."""
+    return all(case.kind in components.COMPONENTS[name].suites for name in ablated)
+
+
 def plan(
     cases: Sequence[tuple[str, Path, LibraryCase]],
     variants: Sequence[tuple[str, ...]],
@@ -203,6 +225,8 @@ def plan(
         # case is the unit. A stochastic or live case gets its --runs trials (seeds 1..N).
         for seed in range(1, (runs if case.trials_matter else 1) + 1):
             for ablated in variants:
+                if not applies(ablated, case):
+                    continue
                 root = str(config_root.absolute()) if config_root else None
                 specs.append(
                     TrialSpec(len(specs), suite, case.id, str(path), runtime, seed, ablated, root)
@@ -221,6 +245,7 @@ def evaluate(
     timeout_s: float = 300.0,
     config_root: Path | None = None,
     progress: Progress | None = None,
+    exhaustive: bool = False,
 ) -> EvalRun:
     cases = load(names)
     for _, _, case in cases:
@@ -229,9 +254,41 @@ def evaluate(
     variants = variants_for(cases, ablate, matrix)
     specs = plan(cases, variants, runs=runs, runtime=runtime, config_root=config_root)
     began = time.monotonic()
-    trials = run_trials(specs, jobs=jobs, timeout_s=timeout_s, progress=progress)
+    first = specs if exhaustive else [s for s in specs if not _gates_only(s)]
+    trials = run_trials(first, jobs=jobs, timeout_s=timeout_s, progress=progress)
+    if len(first) < len(specs):
+        rest, same = infer([s for s in specs if _gates_only(s)], trials)
+        trials += run_trials(rest, jobs=jobs, timeout_s=timeout_s, progress=progress) + same
     return summarise(trials, runtime=runtime, runs=runs, suite_names=list(names),
                      wall=time.monotonic() - began)  # fmt: skip
+
+
+def _gates_only(spec: TrialSpec) -> bool:
+    """An ablation of one component that acts only through its gates' verdicts."""
+    return len(spec.ablate) == 1 and components.COMPONENTS[spec.ablate[0]].only_through_gates
+
+
+def infer(
+    specs: Sequence[TrialSpec], done: Sequence[TrialResult]
+) -> tuple[list[TrialSpec], list[TrialResult]]:
+    """Split gate-only ablation trials into those to run and those already known: when the
+    baseline trial of the same (case, seed) is deterministic, finished, and never raised any
+    of the component's gate codes (in a verdict or a prompt), every gate evaluation of that
+    run returned nothing from them and no cap of theirs bound, so the run without them gets
+    the same verdicts, the same prompts, the same scripted answers — the same run. Its result
+    is the baseline's, marked ``inferred`` (not a trial started)."""
+    base = {(t.suite, t.case, t.seed): t for t in done if t.variant == BASELINE}
+    run: list[TrialSpec] = []
+    same: list[TrialResult] = []
+    for spec in specs:
+        b = base.get((spec.suite, spec.case, spec.seed))
+        codes = set(components.COMPONENTS[spec.ablate[0]].gates)
+        if (b is None or not b.deterministic or b.live or not b.finished
+                or codes & set(b.signature.get("codes", ()))):  # fmt: skip
+            run.append(spec)
+            continue
+        same.append(replace(b, index=spec.index, variant=spec.variant, inferred=True))
+    return run, same
 
 
 def summarise(
@@ -277,6 +334,9 @@ def ablation(component: str, on: Sequence[TrialResult], off: Sequence[TrialResul
     pairs = [p for key in sorted(judged) for p in judged[key]]
     cases = {key: (sum(a for a, _ in mine) / len(mine), sum(b for _, b in mine) / len(mine))
              for key, mine in sorted(judged.items())}  # fmt: skip
+    known = components.COMPONENTS.get(component)
     return Ablation(component, paired_delta(pairs), cases, sorted(flips),
                     sorted(signature_only - flips),
-                    sum(1 for t in off if t.defective_accepted))  # fmt: skip
+                    sum(1 for t in off if t.defective_accepted),
+                    sum(1 for t in off if t.inferred),
+                    known.gates if known else ())  # fmt: skip

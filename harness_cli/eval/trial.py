@@ -68,6 +68,10 @@ class TrialResult:
     """The case's model is scripted without draws: one trial says all a trial can."""
     live: bool = False
     """A real model played some role: a model eval's trial, not a machinery eval's."""
+    inferred: bool = False
+    """Not run: an ablation of gates that never fired in this (case, seed)'s deterministic
+    baseline trial is that same run (``runner.infer``); its grade and outcome are the
+    baseline's, its cost is not counted again and it is no trial started."""
 
     @property
     def passed(self) -> bool:
@@ -157,6 +161,7 @@ def reached_operator(dm: list[str]) -> str:
                 continue
             line = re.sub(r"\s+iterations=\d+\s+elapsed=\S+", " ", line)
             line = _IDS.sub(r"\1_…", line)  # a request id is no decision
+            line = unvarying(line)
             if "token" in line or "$" in line:  # nor is how many tokens a prompt happened to be
                 line = re.sub(r"\d[\d,.]*", "#", line)
             kept.append(line.strip())
@@ -164,6 +169,14 @@ def reached_operator(dm: list[str]) -> str:
 
 
 _IDS = re.compile(r"\b(req|msg|toolu)_[0-9A-Za-z]{8,}")
+_PORT = re.compile(r"\b(127\.0\.0\.1|localhost):\d+")
+_SHA = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
+
+
+def unvarying(text: str) -> str:
+    """``text`` without what differs between two runs of the same decision: an emulator's
+    port (each trial starts its own), a commit id (it hashes the commit's time)."""
+    return _SHA.sub("<sha>", _PORT.sub(r"\1:<port>", text))
 
 
 def outcome(case: LibraryCase, seen: Observed, took: bool) -> dict[str, Any]:
@@ -173,7 +186,8 @@ def outcome(case: LibraryCase, seen: Observed, took: bool) -> dict[str, Any]:
     if case.kind == "delivery":
         d = seen.delivery
         return {"accepted": took, "status": seen.status, "mr_state": d.get("mr_state"),
-                "pushed": bool(d.get("pushed")), "replies": sorted(set(d.get("replies", []))),
+                "pushed": bool(d.get("pushed")),
+                "replies": sorted({unvarying(str(r)) for r in d.get("replies", [])}),
                 "operator": reached_operator(seen.dm)}  # fmt: skip
     found = _CONFIDENCE.search(seen.exit_line)
     return {"accepted": took, "exit": seen.exit, "exit_code": seen.exit_code,

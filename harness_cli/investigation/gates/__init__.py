@@ -111,21 +111,12 @@ def evaluate(
     return replace(verdict, decision=decision)
 
 
-FAMILY = {
-    "g1": "g_gates", "g2": "g_gates", "g3": "g_gates", "g4": "g_gates",
-    "n1": "n_gates", "n2": "n_gates", "n3": "n_gates", "n5": "n_gates",
-    "a1": "a_gates", "a2": "a_gates", "a3": "a_gates", "a4": "a_gates", "a5": "a_gates",
-    "a6": "a_gates", "eq1": "spot_checks", "p7": "spot_checks",
-    "g5": "red_team", "d": "adversarial_reviewer",
-}  # fmt: skip
-"""Each gate function's ablatable component (``harness_cli.components``)."""
-
-
 def family_on(gate: Gate) -> bool:
-    """The gate's family is on (always, outside an eval trial that ablates it)."""
+    """The gate runs: its family's component and its own are on (always, outside an eval
+    trial that ablates one of them; ``components.gate_on``)."""
     from harness_cli import components
 
-    return components.enabled(FAMILY[getattr(gate, "__name__", "")])
+    return components.gate_on(getattr(gate, "__name__", "").upper())
 
 
 def baseline(history: Sequence[Verdict], *, reviewing: bool = False) -> int | None:

@@ -53,13 +53,13 @@ def eq1_cap(
 
 def claim_ceiling(inp: GateInput) -> int:
     """A1, then EQ1 where it applies: the cap on what the report itself asserts (each only
-    while its component is on: ``a_gates``, ``spot_checks``)."""
+    while it is on: ``components.gate_on``, its family's switch and its own)."""
     from harness_cli import components
 
-    caps = [a1_ceiling(inp.report, inp.thresholds) if components.enabled("a_gates") else 100]
+    caps = [a1_ceiling(inp.report, inp.thresholds) if components.gate_on("A1") else 100]
     eq1 = (
         eq1_cap(inp.report, inp.thresholds, inp.tools, inp.catalog)
-        if components.enabled("spot_checks")
+        if components.gate_on("EQ1")
         else None
     )
     return min(caps + ([eq1] if eq1 is not None else []))
@@ -73,7 +73,7 @@ def g1_cap(inp: GateInput) -> int | None:
     from harness_cli import components
 
     prev, base = inp.previous, inp.baseline
-    if prev is None or base is None or not components.enabled("g_gates"):
+    if prev is None or base is None or not components.gate_on("G1"):
         return None
     grew = len(inp.report.open_questions) > len(prev.open_questions)
     rising = min(inp.report.confidence, claim_ceiling(inp)) > base
@@ -92,7 +92,7 @@ def p7_ceiling(base: int, fails: int, t: InvestigationThresholds) -> int:
     floor stays where it is (P7 lowers, it never raises)."""
     from harness_cli import components
 
-    if fails <= 0 or not components.enabled("spot_checks"):
+    if fails <= 0 or not components.gate_on("P7"):
         return base
     return min(base, max(base - t.adversarial_fail_penalty * fails, t.adversarial_floor))
 
