@@ -15,7 +15,7 @@
 Only a run with a queue entry is capped: an operator's own ``harness investigate CASE`` is
 not, nor ``inline``, ``record`` and ``gitlab-ci`` dispatch (that one has its own cap). A
 launched run whose process never claimed its slot within :data:`LAUNCH_GRACE_S` leaves the
-queue; the rule for runs that never began (:mod:`harness_cli.obligations.unbegun`) takes it
+queue; the rule for runs that never began (:mod:`harness_cli.workflows.unbegun`) takes it
 from there, as for any other dispatch.
 """
 

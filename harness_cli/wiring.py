@@ -1,14 +1,23 @@
-"""The one place outside services are built (STYLE rule 7): commands call these and pass the
-results into core code, which never constructs a client itself."""
+"""The edge's one builder (STYLE rule 7; ARCHITECTURE "four floors"): the live services, the
+outbox-backed Slack door, and what the dispatch backends need from the edge. Commands call these
+and pass the results into core code, which never constructs a client itself."""
 
 from __future__ import annotations
 
 from harness_cli.config import Config
-from harness_cli.ops.outbound import Outbound
+from harness_cli.dispatch.backends import RunCommand, use_inline_runner
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.forge import Forge, ForgeRouter
 from harness_cli.services.gitlab import GitLab
 from harness_cli.services.jira import Jira
 from harness_cli.services.slack import LiveSlack, Slack, SlackSettings
+
+
+def install(run_command: RunCommand) -> None:
+    """What the edge hands down before any command runs: the inline dispatch backend starts a
+    workflow through the CLI's own in-process ``run`` (dispatch sits below the CLI and never
+    imports it)."""
+    use_inline_runner(run_command)
 
 
 def slack() -> Slack:

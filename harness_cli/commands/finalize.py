@@ -27,11 +27,11 @@ def finalize(
     no_post: bool = typer.Option(False, "--no-post", help="Do not DM the operator."),
 ) -> None:
     """Finalize one case, or every due one; a finalized case is skipped (and says so)."""
-    from harness_cli.commands import _workflow
     from harness_cli.config import load_config
     from harness_cli.errors import InputError
     from harness_cli.improvement.finalize import finalize_case, finalize_due
     from harness_cli.improvement.thresholds import thresholds_from
+    from harness_cli.workflows import runner
 
     cfg = load_config()
     th = thresholds_from(cfg.harness)
@@ -44,13 +44,11 @@ def finalize(
             services,
             th,
             notify=not no_post,
-            enter=lambda case_id: _workflow.running(
-                _workflow.Invocation("finalize", case_id, None)
-            ),
+            enter=lambda case_id: runner.running(runner.Invocation("finalize", case_id, None)),
         )
     else:
-        inv = _workflow.resolve("finalize", case, payload)
-        with _workflow.running(inv):
+        inv = runner.resolve("finalize", case, payload)
+        with runner.running(inv):
             outcome = finalize_case(
                 cfg, inv.case_id, services, th, notify=not no_post, tell_skip=payload is not None
             )
@@ -59,13 +57,13 @@ def finalize(
 
 
 def _services(cfg: Config) -> Services:
+    from harness_cli import wiring
     from harness_cli.agents.factory import configured_runtime
     from harness_cli.improvement.finalize import Services
-    from harness_cli.services import factory
 
     return Services(
-        make_gitlab=factory.gitlab,
-        make_outbound=lambda: factory.outbound(cfg, factory.lazy_slack()),
+        make_gitlab=wiring.gitlab,
+        make_outbound=lambda: wiring.outbound(cfg, wiring.lazy_slack()),
         make_runtime=lambda: configured_runtime(cfg),
     )
 

@@ -52,14 +52,14 @@ def gap_patterns(
 
 def _tell(cfg: object, text: str, result: Result) -> None:
     """The summary DM; Slack being unreachable does not fail the clustering (it is on disk)."""
+    from harness_cli import wiring
     from harness_cli.config import Config
     from harness_cli.errors import HarnessError
-    from harness_cli.ops import notify
-    from harness_cli.services import factory
+    from harness_cli.outbox import notify
 
     assert isinstance(cfg, Config)
     try:
-        notify.dm(factory.outbound(cfg), cfg, "gap_patterns", text)
+        notify.dm(wiring.outbound(cfg), cfg, "gap_patterns", text)
         result.changed.append("told the operator what is new (self-DM)")
     except HarnessError as exc:
         result.messages.append(f"the summary DM was not sent: {exc.line()}")

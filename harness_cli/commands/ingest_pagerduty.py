@@ -20,10 +20,10 @@ def ingest_pagerduty(
     import sys
     from pathlib import Path
 
+    from harness_cli import wiring
     from harness_cli.config import load_config
     from harness_cli.errors import InputError
     from harness_cli.intake.pagerduty import workflow as pagerduty
-    from harness_cli.services import factory
 
     if source == "-":
         text, name = sys.stdin.read(), "stdin"
@@ -41,5 +41,5 @@ def ingest_pagerduty(
     # description and body details (v3 incident data carries neither).
     settings = pagerduty.PagerDutySettings.optional_from_env()
     enrich = pagerduty.rest_enricher(pagerduty.PagerDutyClient(settings)) if settings else None
-    result = pagerduty.ingest(incidents, cfg=cfg, outbound=factory.outbound(cfg), enrich=enrich)
+    result = pagerduty.ingest(incidents, cfg=cfg, outbound=wiring.outbound(cfg), enrich=enrich)
     emit(result.to_result("ingest-pagerduty"))

@@ -22,11 +22,11 @@ def kb_update(
     ),
 ) -> None:
     """Draft SOP suggestions from the last cases of each project. Nothing is auto-applied."""
+    from harness_cli import wiring
     from harness_cli.config import load_config
     from harness_cli.errors import InputError
     from harness_cli.improvement.kb_update import kb_update as run
     from harness_cli.improvement.thresholds import thresholds_from
-    from harness_cli.services import factory
     from harness_cli.state.locks import hold
 
     cfg = load_config()
@@ -37,7 +37,7 @@ def kb_update(
             hint=f"known: {', '.join(sorted(cfg.projects.projects))}",
         )
     th = thresholds_from(cfg.harness)
-    out = None if dry_run else factory.outbound(cfg, factory.lazy_slack())
+    out = None if dry_run else wiring.outbound(cfg, wiring.lazy_slack())
     with hold("kb-update", timeout=0, what="kb-update"):
         outcomes = run(cfg, th, out, projects=project or None, dry_run=dry_run)
     data = []

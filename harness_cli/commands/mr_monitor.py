@@ -49,8 +49,8 @@ def mr_monitor(
         report = run_cycle(ctx)
         # worktrees whose MR never reported back (the case was abandoned) go too
         pruned = prune_stale(ctx.cfg.harness.delivery.stale_worktree_days)
-        from harness_cli.ci_dispatch import poll
-        from harness_cli.obligations.cycle import tend
+        from harness_cli.dispatch.ci import poll
+        from harness_cli.workflows.cycle import tend
 
         followed = poll()  # gitlab-ci dispatch: failed/stuck jobs free their sessions
         tended = tend(ctx.cfg, ctx.out, backend=ctx.backend, gitlab=ctx.gitlab)
@@ -62,16 +62,16 @@ def mr_monitor(
 
 
 def _context() -> MonitorCtx:
-    from harness_cli import dispatch
+    from harness_cli import wiring
     from harness_cli.config import load_config
     from harness_cli.delivery.monitor.act import MonitorCtx
     from harness_cli.delivery.monitor.thresholds import thresholds_from
-    from harness_cli.services import factory
+    from harness_cli.dispatch.backends import choose_backend
     from harness_cli.services.forge import ForgeRouter
 
     cfg = load_config()
     thresholds = thresholds_from(cfg.harness)
-    gitlab = factory.gitlab()
+    gitlab = wiring.gitlab()
     if isinstance(gitlab, ForgeRouter):
         gitlab.tune(
             deadline=time.monotonic() + thresholds.cycle_budget_seconds,
@@ -80,8 +80,8 @@ def _context() -> MonitorCtx:
     return MonitorCtx(
         cfg=cfg,
         gitlab=gitlab,
-        out=factory.outbound(cfg, factory.lazy_slack()),
-        backend=dispatch.choose_backend(cfg.harness.dispatch),
+        out=wiring.outbound(cfg, wiring.lazy_slack()),
+        backend=choose_backend(cfg.harness.dispatch),
         thresholds=thresholds,
     )
 

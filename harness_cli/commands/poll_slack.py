@@ -33,8 +33,8 @@ def poll_slack(
 
             ctx.tally.recovered += [f"unparked {k}" for k in dedup.unpark()]
         poll_cycle(ctx)
-        from harness_cli.obligations.cycle import tend
         from harness_cli.sessions.waiting import expire_due
+        from harness_cli.workflows.cycle import tend
 
         # 004: a run nobody approves within approval_ttl_hours is cancelled by the next look.
         ctx.tally.recovered += [f"cancelled unapproved run {r}" for r in expire_due()]

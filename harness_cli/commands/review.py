@@ -21,11 +21,11 @@ def review(
 
     Each reviewer runs in a fresh folder holding only what its role may see; the slate they
     are shown is the locked one (a changed kickoff_precommitment.json is put back first)."""
-    from harness_cli.commands import _workflow
     from harness_cli.investigation.run import review_case
+    from harness_cli.workflows import runner
 
-    inv = _workflow.resolve("review", case, payload)
-    with _workflow.running(inv):
+    inv = runner.resolve("review", case, payload)
+    with runner.running(inv):
         outcome = review_case(inv.case_id)
     result = Result("review", data=outcome)
     result.messages.append(

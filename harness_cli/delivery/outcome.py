@@ -6,7 +6,7 @@ Reference, Layer 5: the case thread's placeholder "finally resolves to Done or F
 post its status line *and* "MR opened: <url>" (the same link twice), and "the agent changed
 nothing" could land top level with no case id. Each runner here returns its result with one
 ``message``; :mod:`harness_cli.delivery.run` puts it in the closing edit of the status message,
-or — when the case has no thread — posts it once through :mod:`harness_cli.ops.notify`.
+or — when the case has no thread — posts it once through :mod:`harness_cli.outbox.notify`.
 Every message starts with the case id.
 """
 

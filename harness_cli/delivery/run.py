@@ -31,11 +31,11 @@ STATUS_CHARS = 1500
 def run_dev_agent(
     case_id: str, mode: str, args: dict[str, Any], *, post: bool = True
 ) -> dict[str, Any]:
+    from harness_cli import wiring
     from harness_cli.agents.factory import configured_runtime
     from harness_cli.config import load_config
     from harness_cli.delivery import ci_fix, dev_agent, review
     from harness_cli.ops import status_message
-    from harness_cli.services import factory
     from harness_cli.workspace import registry
 
     if mode not in MODES:
@@ -58,8 +58,8 @@ def run_dev_agent(
         case=case,
         case_dir=registry.case_dir(case_id),
         runtime=configured_runtime(cfg),
-        gitlab=factory.gitlab(),
-        out=factory.outbound(cfg, factory.lazy_slack()),
+        gitlab=wiring.gitlab(),
+        out=wiring.outbound(cfg, wiring.lazy_slack()),
         args={**args, "mode": mode},
         quiet=not post,
     )
@@ -150,7 +150,7 @@ def _told_by_a_killed_run() -> dict[str, Any] | None:
     """#17 p8: the killed run this one resumes had finished and told the operator (it died in
     the workspace sync after): nothing is redone — before, a resumed fix_ci ran the fix again
     and posted a second "Done"."""
-    from harness_cli.obligations import journal
+    from harness_cli.dispatch import journal
 
     run = journal.current()
     saved = run.recall("told") if run is not None and run.resumed else None
@@ -160,7 +160,7 @@ def _told_by_a_killed_run() -> dict[str, Any] | None:
 def _checkpoint_told(result: dict[str, Any]) -> None:
     import json
 
-    from harness_cli.obligations import journal
+    from harness_cli.dispatch import journal
 
     run = journal.current()
     if run is not None:
@@ -170,7 +170,7 @@ def _checkpoint_told(result: dict[str, Any]) -> None:
 def _opened_by_a_killed_run(case: Any, mode: str) -> dict[str, Any] | None:
     """#17 p8: this task run resumes one killed after it opened the MR (the case is
     ``mr_open``): what is left is telling the operator — not a refusal, not a second MR."""
-    from harness_cli.obligations import journal
+    from harness_cli.dispatch import journal
 
     run = journal.current()
     if mode != "task" or case.status != "mr_open" or run is None or not run.resumed:
@@ -242,7 +242,7 @@ def _tell(work: Any, text: str, *, ok: bool = True) -> None:
 
 
 def _post(work: Any, text: str) -> None:
-    from harness_cli.ops import notify
+    from harness_cli.outbox import notify
 
     try:
         notify.dm(work.out, work.cfg, "dev_agent_outcome", text, case_id=work.case.id)

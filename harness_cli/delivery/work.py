@@ -16,8 +16,8 @@ from harness_cli.errors import InputError, PolicyRefused, ServiceError
 from harness_cli.logs import event
 from harness_cli.loop.guard_notes import render_guard_notes
 from harness_cli.loop.prompts import render
-from harness_cli.ops.outbound import Outbound
 from harness_cli.ops.status_message import RunStatus, observe
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import Case

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
-from harness_cli.ci_dispatch_settings import CiDispatchSettings
+from harness_cli.dispatch.settings import CiDispatchSettings
 from harness_cli.logs import event
 from harness_cli.state.store import JsonFile
 
@@ -65,10 +65,9 @@ def state_file() -> JsonFile[PipelinesState]:
 def _client(backend: str = "gitlab-ci") -> Any:
     """The client of the CI backend as the factory builds it: during ``--dry-run`` its
     pipeline writes are recorded, not made."""
-    from harness_cli import dryrun
-    from harness_cli.services import factory
+    from harness_cli import dryrun, wiring
 
-    client: Any = factory.live_gitlab() if backend != "github-actions" else ActionsRuns()
+    client: Any = wiring.live_gitlab() if backend != "github-actions" else ActionsRuns()
     return client if dryrun.ACTIVE is None else dryrun.RecordingGitLab(client, dryrun.ACTIVE)
 
 
@@ -219,7 +218,7 @@ def poll() -> list[str]:
             and sum(t.status in ACTIVE for t in state.pipelines) < settings.max_concurrent
         ):
             queued = Path(state.queued.pop(0))
-            from harness_cli.dispatch import load_payload
+            from harness_cli.dispatch.payload import load_payload
 
             tracked = _create(gl, project, settings.ref, load_payload(queued), queued)
             tracked.backend = backend
@@ -232,7 +231,7 @@ def _backend(state: PipelinesState) -> str:
     """The CI backend in use: the configured one when it is a CI backend, else the one the
     tracked pipelines ran on (a machine switched to local dispatch still follows them)."""
     from harness_cli.config import load_config
-    from harness_cli.dispatch import choose_backend
+    from harness_cli.dispatch.backends import choose_backend
 
     chosen = choose_backend(load_config().harness.dispatch)
     if chosen in ("gitlab-ci", "github-actions"):
@@ -255,10 +254,10 @@ def _cancel(gl: Any, project: str, tracked: Tracked) -> str:
 
 def _tell_stuck(tracked: Tracked, cancel: str, freed: int, minutes: float) -> None:
     """The operator's one DM about a stuck job (owed through the outbox if Slack refuses)."""
+    from harness_cli import wiring
     from harness_cli.config import load_config
     from harness_cli.errors import HarnessError
-    from harness_cli.ops import notify
-    from harness_cli.services import factory
+    from harness_cli.outbox import notify
 
     text = (
         f"the {tracked.workflow} job (pipeline {tracked.pipeline}"
@@ -269,7 +268,7 @@ def _tell_stuck(tracked: Tracked, cancel: str, freed: int, minutes: float) -> No
     )
     try:
         cfg = load_config()
-        notify.dm(factory.outbound(cfg, factory.lazy_slack()), cfg, "pipeline_stuck", text,
+        notify.dm(wiring.outbound(cfg, wiring.lazy_slack()), cfg, "pipeline_stuck", text,
                   case_id=tracked.case_id, key=f"pipeline-{tracked.pipeline}")  # fmt: skip
     except HarnessError as exc:  # the log and mr-monitor's output still say it
         event(log, "pipeline_stuck_not_told", logging.WARNING, pipeline=tracked.pipeline,

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness_cli import clock, paths
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
-from harness_cli.obligations import scope
+from harness_cli.outbox import scope
 from harness_cli.state.locks import hold
 from harness_cli.state.store import atomic_write_text
 

@@ -1,5 +1,5 @@
 """``ci_dispatch:`` of harness.yaml, alone: config reads it without importing the backend that
-applies it (``ci_dispatch.py``), which reads config back (#29: the cycle through config)."""
+applies it (``dispatch/ci.py``), which reads config back (#29: the cycle through config)."""
 
 from __future__ import annotations
 

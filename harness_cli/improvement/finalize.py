@@ -32,13 +32,13 @@ from typing import Any
 from harness_cli import clock
 from harness_cli.agents.runtime import Runtime
 from harness_cli.config import Config
+from harness_cli.dispatch import journal
 from harness_cli.errors import HarnessError, LockHeld, PolicyRefused
 from harness_cli.improvement import gap_patterns, gap_reports, patch_suggester
 from harness_cli.improvement.retrospective import write_retrospective
 from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.logs import event
-from harness_cli.obligations import journal
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
 from harness_cli.state import files
 from harness_cli.state.locks import workflow_lock
@@ -288,7 +288,7 @@ def _tell(
     cfg: Config, services: Services, case_id: str, text: str, outcome: FinalizeOutcome
 ) -> None:
     thread = registry.case_thread(case_id)
-    from harness_cli.obligations.slack_door import Owed
+    from harness_cli.outbox.slack_door import Owed
 
     try:
         if thread is not None:

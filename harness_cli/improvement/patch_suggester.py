@@ -34,7 +34,7 @@ from harness_cli.logs import event
 from harness_cli.loop.guard_notes import render_guard_notes
 from harness_cli.loop.jsonblocks import json_objects
 from harness_cli.loop.prompts import render, sops_dir
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
 from harness_cli.workspace.case import Case
 

@@ -10,7 +10,8 @@ import logging
 import re
 from urllib.parse import parse_qs, urlsplit
 
-from harness_cli import clock, dispatch
+from harness_cli import clock
+from harness_cli.dispatch import dispatcher as dispatch
 from harness_cli.errors import HarnessError, InputError
 from harness_cli.intake import pause
 from harness_cli.intake.admin_parser import (
@@ -57,7 +58,7 @@ def from_slack(
 
 def _answered(ctx: Intake, channel: str, ts: str, thread_ts: str) -> bool:
     """Our answer follows the command in its thread before anything else the operator says."""
-    from harness_cli.ops.outbound import is_own_post
+    from harness_cli.outbox.outbound import is_own_post
 
     for message in ctx.call(lambda: ctx.slack.replies(channel, thread_ts, oldest=ts)):
         if float(message.get("ts", 0)) <= float(ts):

@@ -194,7 +194,7 @@ def auto_after_investigation(case_id: str) -> str | None:
     from harness_cli.intake.admin import execute
     from harness_cli.intake.admin_parser import AdminCommand
     from harness_cli.intake.build import local_context
-    from harness_cli.ops import notify
+    from harness_cli.outbox import notify
 
     case = registry.load_case(case_id)
     if not case.task_auto or case.status != "awaiting_approval":

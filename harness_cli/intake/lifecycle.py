@@ -37,7 +37,7 @@ from harness_cli.faults import crash_point
 from harness_cli.intake import messages
 from harness_cli.intake.context import BudgetExhausted, Intake
 from harness_cli.logs import event
-from harness_cli.obligations import scope
+from harness_cli.outbox import scope
 from harness_cli.services.slack import Message
 from harness_cli.state import dedup, files
 from harness_cli.state.models import InFlight, ThreadEntry

@@ -12,15 +12,15 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from harness_cli import dispatch
 from harness_cli.config import all_jira_prefixes, extract_jira_key, resolve_project
+from harness_cli.dispatch.payload import Trigger
 from harness_cli.errors import InputError, ServiceError
 from harness_cli.faults import crash_point
 from harness_cli.intake import admin, case_thread, flood, jira_source, pause
 from harness_cli.intake.admin_parser import is_admin_text
 from harness_cli.intake.context import BudgetExhausted, Intake
 from harness_cli.logs import event
-from harness_cli.ops.outbound import is_own_post
+from harness_cli.outbox.outbound import is_own_post
 from harness_cli.services.slack import Message
 from harness_cli.state.models import ThreadEntry
 from harness_cli.workspace import registry
@@ -162,7 +162,7 @@ def open_ticket(
             "investigate",
             case_id=case_id,
             case_dir=str(opened.dir),
-            trigger=dispatch.Trigger(kind=trigger_kind, ts=trigger_ts or ts, user=user),
+            trigger=Trigger(kind=trigger_kind, ts=trigger_ts or ts, user=user),
             channel=channel,
             thread_ts=ts,
         )
@@ -226,7 +226,7 @@ def reply(ctx: Intake, entry: ThreadEntry, message: Message) -> None:
         "followup",
         case_id=entry.case_id,
         case_dir=entry.case_dir,
-        trigger=dispatch.Trigger(kind=kind, ts=ts, user=user),
+        trigger=Trigger(kind=kind, ts=ts, user=user),
         channel=entry.channel,
         thread_ts=entry.thread_ts,
     )

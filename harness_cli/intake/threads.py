@@ -138,7 +138,7 @@ def approve_by_reaction(ctx: Intake, entry: ThreadEntry, found: list[Any]) -> No
     earlier draft does not approve a case reopened since. The status makes it idempotent."""
     from harness_cli.approval import approval_reaction
     from harness_cli.intake import admin
-    from harness_cli.ops.outbound import is_own_post
+    from harness_cli.outbox.outbound import is_own_post
     from harness_cli.workspace import registry
 
     own = [m for m in found if is_own_post(m, entry.channel)]
@@ -205,7 +205,7 @@ storm) in one DM listing them, rather than a burst of posts."""
 def _tell(ctx: Intake, gone: list[ThreadEntry]) -> None:
     """An open case losing a thread is the operator's business: say it in the case thread (or,
     when the case thread itself is gone, in the self-DM)."""
-    from harness_cli.ops.notify import dm
+    from harness_cli.outbox.notify import dm
 
     open_ = [e for e in gone if e.role != "admin" and _case_open(e.case_id)]
     if not open_:

@@ -32,11 +32,11 @@ from harness_cli.errors import HarnessError, InputError, ServiceError
 from harness_cli.investigation.rules import split_actions
 from harness_cli.logs import event
 from harness_cli.loop.report import CompletionReport
-from harness_cli.obligations import jira_door, scope
+from harness_cli.outbox import jira_door, scope
 from harness_cli.workspace import control, registry
 
 if TYPE_CHECKING:
-    from harness_cli.ops.outbound import Outbound
+    from harness_cli.outbox.outbound import Outbound
     from harness_cli.services.jira import Jira
 
 log = logging.getLogger("harness.hand")

@@ -26,7 +26,7 @@ from harness_cli.investigation.rules import split_actions
 from harness_cli.logs import event
 from harness_cli.loop.evidence import sources_line
 from harness_cli.loop.report import CompletionReport
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import ConfidencePoint
@@ -105,7 +105,7 @@ def publish(
         ]
         case.move(status, by="investigate", note=decision.reason)
     _remember(case_id, line, status, result)
-    from harness_cli.obligations.slack_door import Owed
+    from harness_cli.outbox.slack_door import Owed
 
     try:
         posted = _post(cfg, case_id, line, result, out, edit_ts) if out is not None else None
@@ -121,7 +121,7 @@ post (:func:`resume_published`)."""
 
 
 def _remember(case_id: str, line: str, status: str, result: LoopResult) -> None:
-    from harness_cli.obligations import journal
+    from harness_cli.dispatch import journal
 
     run = journal.current()
     if run is None:
@@ -147,7 +147,7 @@ def resume_published(
 ) -> Published:
     """Finish a run killed after it published: the post it owes, in the same scope — so a post
     that did go out is found, not made twice."""
-    from harness_cli.obligations.slack_door import Owed
+    from harness_cli.outbox.slack_door import Owed
 
     thread = registry.case_thread(case_id)
     dm = cfg.harness.operator.self_dm_channel

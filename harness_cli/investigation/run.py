@@ -32,7 +32,7 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
             f"case {case_id} is {case.status}; not investigating it again",
             hint="reopen it first if that is what you want",
         )
-    from harness_cli.obligations import journal
+    from harness_cli.dispatch import journal
 
     run = journal.current()
     saved = run.recall(PUBLISHED) if run is not None and post else None
@@ -70,9 +70,9 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         raise
     out = None
     if post:
-        from harness_cli.services import factory
+        from harness_cli import wiring
 
-        out = factory.outbound(cfg)
+        out = wiring.outbound(cfg)
     # The exit line goes out once: the result is written over the live status message.
     edit_ts = status.handover() if status is not None else None
     done = publish(cfg, case_id, result, out, sync_now=post, edit_ts=edit_ts)
@@ -109,9 +109,9 @@ def _wait_for_model(
     operator hears of the outage once (``loop.outage``), not of each case."""
     why = outage.plain(exc.detail)
     if post:
-        from harness_cli.services import factory
+        from harness_cli import wiring
 
-        outage.wait(cfg, factory.outbound(cfg, factory.lazy_slack()), case_id=case_id,
+        outage.wait(cfg, wiring.outbound(cfg, wiring.lazy_slack()), case_id=case_id,
                     workflow="investigate", detail=exc.detail)  # fmt: skip
     if status is not None:
         status.waiting(f"the model API is {why}; tried again by itself")
@@ -135,9 +135,9 @@ def _wait_for_model(
 def _resume(cfg: Config, case_id: str, saved: dict[str, Any]) -> dict[str, Any]:
     """A run killed after it published (the case holds the result): post what it owes, close
     its live status message, and report what it concluded — no second investigation."""
-    from harness_cli.services import factory
+    from harness_cli import wiring
 
-    out = factory.outbound(cfg, factory.lazy_slack())
+    out = wiring.outbound(cfg, wiring.lazy_slack())
     status = status_message.for_case(cfg, out, case_id, f"investigate {case_id}")
     done = resume_published(cfg, case_id, saved, out)
     if status is not None:
@@ -164,10 +164,10 @@ def _resume(cfg: Config, case_id: str, saved: dict[str, Any]) -> dict[str, Any]:
 def _hand(cfg: Config, case_id: str, out: Any) -> list[str]:
     """The 95+ rule (#30): after the draft is out, the harness runs the actions that may run
     by themselves (a resumed run finds those its predecessor ran), and lists the drafts."""
+    from harness_cli import wiring
     from harness_cli.investigation import hand
-    from harness_cli.services import factory
 
-    return hand.run_auto(cfg, case_id, factory.jira(), out)
+    return hand.run_auto(cfg, case_id, wiring.jira(), out)
 
 
 def _committer(cfg: Config, case_id: str) -> Any:
@@ -179,9 +179,9 @@ def _committer(cfg: Config, case_id: str) -> Any:
 
 
 def _live_status(cfg: Config, case_id: str) -> status_message.StatusReporter | None:
-    from harness_cli.services import factory
+    from harness_cli import wiring
 
-    out = factory.outbound(cfg, factory.lazy_slack())
+    out = wiring.outbound(cfg, wiring.lazy_slack())
     return status_message.for_case(cfg, out, case_id, f"investigate {case_id}")
 
 

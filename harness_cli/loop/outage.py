@@ -30,8 +30,8 @@ from harness_cli.state.store import atomic_write_text
 
 if TYPE_CHECKING:
     from harness_cli.config import Config
-    from harness_cli.dispatch import Backend
-    from harness_cli.ops.outbound import Outbound
+    from harness_cli.dispatch.backends import BackendName
+    from harness_cli.outbox.outbound import Outbound
 
 log = logging.getLogger("harness.outage")
 
@@ -141,7 +141,7 @@ def wait(
 
 
 def _tell(cfg: Config, out: Outbound, outage: Outage) -> bool:
-    from harness_cli.ops import notify
+    from harness_cli.outbox import notify
 
     cases = ", ".join(sorted(outage.waiting))
     every = cfg.harness.model_outage.resume_every_seconds
@@ -179,11 +179,12 @@ def _settled(case_id: str) -> bool:
         return False
 
 
-def resume_due(backend: Backend) -> list[str]:
+def resume_due(backend: BackendName) -> list[str]:
     """poll-slack's part: dispatch every waiting case's workflow again once ``next_try`` has
     come (each run retries with backoff itself; a run that gets through ends its wait)."""
-    from harness_cli import dispatch
     from harness_cli.config import load_config
+    from harness_cli.dispatch import dispatcher as dispatch
+    from harness_cli.dispatch.payload import Payload, Trigger
     from harness_cli.workspace import registry
 
     outage = current()
@@ -202,11 +203,11 @@ def resume_due(backend: Backend) -> list[str]:
             recovered(case_id)
             continue
         try:
-            payload = dispatch.Payload(
+            payload = Payload(
                 workflow=waiting.workflow,
                 case_id=case_id,
                 case_dir=str(registry.case_dir(case_id)),
-                trigger=dispatch.Trigger(kind="model_outage_retry"),
+                trigger=Trigger(kind="model_outage_retry"),
                 args=waiting.args,
                 key=f"{waiting.workflow}|{case_id}|model_outage|{json.dumps(time.time())}",
             )

@@ -33,7 +33,7 @@ from harness_cli.memory.runner import MemoryRunner
 from harness_cli.memory.thresholds import MemoryThresholds, thresholds_from
 from harness_cli.memory.transcripts import Transcript
 from harness_cli.memory.trigger import evaluate
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state.locks import case_lock
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry
@@ -166,7 +166,7 @@ def _written_before(
     """What the dead run this one resumes wrote: its ``task_written`` checkpoint, if TASK.md is
     still the one it wrote and its transcripts are still unmarked (then only the marking, the
     record and the commit are left)."""
-    from harness_cli.obligations import journal
+    from harness_cli.dispatch import journal
 
     run = journal.current()
     done = run.recall("task_written") if run is not None else None
@@ -222,7 +222,7 @@ def _mark(
 
 
 def _checkpoint(name: str, value: Any = True) -> None:
-    from harness_cli.obligations import journal
+    from harness_cli.dispatch import journal
 
     run = journal.current()
     if run is not None:

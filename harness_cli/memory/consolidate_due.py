@@ -18,7 +18,7 @@ from harness_cli.memory import transcripts
 from harness_cli.memory.consolidate import Consolidation, consolidate_case
 from harness_cli.memory.thresholds import thresholds_from
 from harness_cli.memory.trigger import evaluate
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state.locks import workflow_lock
 from harness_cli.workspace import registry
 

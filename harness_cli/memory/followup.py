@@ -20,8 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_cli import clock, dispatch
+from harness_cli import clock
 from harness_cli.config import Config
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch.backends import choose_backend
+from harness_cli.dispatch.payload import Payload, Trigger
 from harness_cli.errors import HarnessError, InputError, ServiceError
 from harness_cli.logs import event
 from harness_cli.memory import prompt as followup_prompt
@@ -31,7 +34,7 @@ from harness_cli.memory.notify import case_thread, post_to_case
 from harness_cli.memory.replies import Reply, Thread, is_approval, new_replies, read_until_visible
 from harness_cli.memory.runner import MemoryRunner
 from harness_cli.memory.thresholds import MemoryThresholds, thresholds_from
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.slack import Slack
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import Case
@@ -221,7 +224,7 @@ class Followup:
         limit = self.limits.answer_max_chars
         if len(text) > limit:
             text = text[: limit - 80] + "\n[… cut; the whole answer is in the transcript]"
-        from harness_cli.obligations.slack_door import Owed
+        from harness_cli.outbox.slack_door import Owed
 
         try:
             return post_to_case(self.cfg, self.out, case.id, case.kind, text)
@@ -266,16 +269,16 @@ class Followup:
         kind = "consolidate_trigger"
         if not pause.allow(kind, case_id=case.id, detail=f"consolidate ({kind})"):
             return check.fired
-        payload = dispatch.Payload(
+        payload = Payload(
             workflow="consolidate",
             case_id=case.id,
             case_dir=str(folder),
             channel=thread.channel,
             thread_ts=thread.thread_ts,
-            trigger=dispatch.Trigger(kind=kind),
+            trigger=Trigger(kind=kind),
             args={"signals": check.fired},
         )
-        dispatch.dispatch(payload, backend=dispatch.choose_backend(self.cfg.harness.dispatch))
+        dispatch.dispatch(payload, backend=choose_backend(self.cfg.harness.dispatch))
         return check.fired
 
     # -- plumbing -----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import logging
 from harness_cli.config import Config
 from harness_cli.errors import HarnessError
 from harness_cli.logs import event
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state.models import ThreadEntry
 
 log = logging.getLogger("harness.memory")

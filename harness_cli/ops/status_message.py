@@ -26,8 +26,8 @@ from harness_cli.agents.runtime import RunEvent
 from harness_cli.config import Config
 from harness_cli.errors import HarnessError
 from harness_cli.logs import event
-from harness_cli.obligations.slack_door import Owed
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
+from harness_cli.outbox.slack_door import Owed
 from harness_cli.services.slack import RateLimited
 
 log = logging.getLogger("harness.status")
@@ -263,7 +263,7 @@ def observe(status: RunStatus | None, *, case_id: str, role: str) -> Callable[[R
 def for_case(cfg: Config, out: Outbound, case_id: str, title: str) -> StatusReporter | None:
     """A reporter in the case's thread in the self-DM; None when the case has no thread (a
     top-level placeholder would be exactly the noise the thread exists to avoid)."""
-    from harness_cli.ops.notify import case_thread
+    from harness_cli.outbox.notify import case_thread
 
     thread = case_thread(case_id)
     if thread is None or thread.channel != cfg.harness.operator.self_dm_channel:

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 from harness_cli.errors import HarnessError, LockHeld
 from harness_cli.logs import event
-from harness_cli.obligations import ledger
-from harness_cli.obligations.ledger import Obligation
+from harness_cli.outbox import ledger
+from harness_cli.outbox.ledger import Obligation
 
 if TYPE_CHECKING:
-    from harness_cli.ops.outbound import Outbound
+    from harness_cli.outbox.outbound import Outbound
     from harness_cli.services.gitlab import GitLab
     from harness_cli.services.jira import Jira
 
@@ -60,7 +60,7 @@ def flush(
     jira: Jira | None = None,
 ) -> FlushReport:
     """One attempt at each owed write (of ``case_id``, or all) this process can make."""
-    from harness_cli.obligations import gitlab_door, jira_door, slack_door
+    from harness_cli.outbox import gitlab_door, jira_door, slack_door
 
     report = FlushReport()
     started = time.monotonic()
@@ -146,7 +146,7 @@ def _settle_leftover(out: Outbound, ob: Obligation, report: FlushReport) -> None
     """A best-effort post (a status placeholder) a dead run was making: never posted late, but
     when it did land it is recorded as done, so the run resumed in its scope edits it to its
     end instead of leaving it spinning."""
-    from harness_cli.obligations import slack_door
+    from harness_cli.outbox import slack_door
 
     try:
         with ledger.attempt_lock(ob):

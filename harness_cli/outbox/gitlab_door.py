@@ -18,9 +18,9 @@ from harness_cli import clock
 from harness_cli.errors import ServiceError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
-from harness_cli.obligations import ledger, scope
-from harness_cli.obligations.ledger import Obligation
-from harness_cli.obligations.thresholds import ObligationThresholds
+from harness_cli.outbox import ledger, scope
+from harness_cli.outbox.ledger import Obligation
+from harness_cli.outbox.thresholds import ObligationThresholds
 
 if TYPE_CHECKING:
     from harness_cli.services.gitlab import GitLab

@@ -21,9 +21,9 @@ from harness_cli import clock
 from harness_cli.errors import ServiceError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
-from harness_cli.obligations import ledger, scope
-from harness_cli.obligations.ledger import Obligation
-from harness_cli.obligations.thresholds import ObligationThresholds
+from harness_cli.outbox import ledger, scope
+from harness_cli.outbox.ledger import Obligation
+from harness_cli.outbox.thresholds import ObligationThresholds
 from harness_cli.services.jira import PROPERTY, Jira
 
 log = logging.getLogger("harness.outbox")

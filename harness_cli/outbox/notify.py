@@ -13,7 +13,7 @@ import logging
 
 from harness_cli.config import Config
 from harness_cli.logs import event
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state.models import ThreadEntry
 
 log = logging.getLogger("harness.notify")
@@ -52,7 +52,7 @@ def dm(
     message that ends a workflow or an MR (a ``TERMINAL`` kind, or ``terminal``) also carries
     the cost line: this run's spend and the case's so far (#18). ``key`` names the event it is
     about when one run may tell several of the same kind."""
-    from harness_cli.obligations.slack_door import Owed
+    from harness_cli.outbox.slack_door import Owed
 
     if case_id:  # named before the cost line is added: that line names the case too
         text = with_case(case_id, text)

@@ -18,7 +18,7 @@ from harness_cli import paths
 from harness_cli.config import Thresholds
 from harness_cli.errors import PolicyRefused
 from harness_cli.logs import event
-from harness_cli.obligations.thresholds import ObligationThresholds
+from harness_cli.outbox.thresholds import ObligationThresholds
 from harness_cli.redaction import redact
 from harness_cli.services.slack import Message, Slack
 from harness_cli.state import dedup
@@ -98,7 +98,7 @@ def outgoing(text: str) -> str:
 
 
 class Outbound:
-    """The one door out. Every write is also an obligation (:mod:`harness_cli.obligations`):
+    """The one door out. Every write is also an obligation (:mod:`harness_cli.outbox`):
     recorded before it is attempted, confirmed by Slack, retried by a later run when Slack
     refused it — and never made twice, even when Slack's answer was lost."""
 
@@ -140,7 +140,7 @@ class Outbound:
         ``owed=False`` is best effort (a status placeholder: never delivered late); ``key``
         names the event that owes it when no run scope does (an mr-monitor DM). Raises
         ``Owed`` when Slack refused it for now: it is delivered by a later run."""
-        from harness_cli.obligations import slack_door
+        from harness_cli.outbox import slack_door
 
         self.check(channel, "post")
         return slack_door.post(
@@ -167,14 +167,14 @@ class Outbound:
         if not owed:
             self.slack.update(channel, ts, outgoing(text), metadata=own_metadata())
             return
-        from harness_cli.obligations import slack_door
+        from harness_cli.outbox import slack_door
 
         slack_door.update(
             self, channel, ts, outgoing(text), purpose=purpose, metadata=own_metadata(purpose)
         )
 
     def react(self, channel: str, ts: str, name: str) -> None:
-        from harness_cli.obligations import slack_door
+        from harness_cli.outbox import slack_door
 
         self.check(channel, "react")
         slack_door.react(self, channel, ts, name)

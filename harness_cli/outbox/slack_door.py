@@ -18,12 +18,12 @@ from harness_cli import clock
 from harness_cli.errors import HarnessError, LockHeld, ServiceError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
-from harness_cli.obligations import ledger, scope
-from harness_cli.obligations.ledger import Obligation
+from harness_cli.outbox import ledger, scope
+from harness_cli.outbox.ledger import Obligation
 from harness_cli.services.slack import RateLimited, ThreadGone
 
 if TYPE_CHECKING:
-    from harness_cli.ops.outbound import Outbound
+    from harness_cli.outbox.outbound import Outbound
 
 log = logging.getLogger("harness.outbox")
 
@@ -131,7 +131,7 @@ def attempt(
 def _attempt_locked(
     out: Outbound, ob: Obligation, inline: bool, metadata: dict[str, Any] | None
 ) -> str:
-    from harness_cli.ops.outbound import own_metadata
+    from harness_cli.outbox.outbound import own_metadata
 
     meta = metadata or own_metadata(ob.purpose)
     key = ob.digest

@@ -30,5 +30,5 @@ class ObligationThresholds(BaseModel):
     payload_start_grace_seconds: float = Field(600.0, gt=0)
     """A dispatched payload whose run has not recorded its start this long after the payload
     was written (its process died at start-up, its unit or pipeline was lost) is dispatched
-    again, once, as a resume (:mod:`harness_cli.obligations.unbegun`). Longer than a CI
+    again, once, as a resume (:mod:`harness_cli.workflows.unbegun`). Longer than a CI
     pipeline waits for a runner."""

@@ -359,7 +359,7 @@ class LiveGitHub:
     def reply(self, project: str, iid: int, discussion_id: str, body: str) -> None:
         """Through the outbox (#20), as on GitLab: recorded, made once, found again if its
         answer was lost — claude-code-action's duplicate comment under a kill is the bug."""
-        from harness_cli.obligations import gitlab_door
+        from harness_cli.outbox import gitlab_door
 
         gitlab_door.write(
             self,
@@ -372,7 +372,7 @@ class LiveGitHub:
         )
 
     def note(self, project: str, iid: int, body: str) -> None:
-        from harness_cli.obligations import gitlab_door
+        from harness_cli.outbox import gitlab_door
 
         gitlab_door.write(
             self,

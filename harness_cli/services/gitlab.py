@@ -241,7 +241,7 @@ class LiveGitLab:
     def reply(self, project: str, iid: int, discussion_id: str, body: str) -> None:
         """Through the outbox (#20): recorded first, made once, found again if its answer was
         lost, retried by a later run if GitLab refused it."""
-        from harness_cli.obligations import gitlab_door
+        from harness_cli.outbox import gitlab_door
 
         gitlab_door.write(
             self,
@@ -251,7 +251,7 @@ class LiveGitLab:
         )  # fmt: skip
 
     def note(self, project: str, iid: int, body: str) -> None:
-        from harness_cli.obligations import gitlab_door
+        from harness_cli.outbox import gitlab_door
 
         gitlab_door.write(
             self, lambda text: self.raw_note(project, iid, text),

@@ -177,9 +177,9 @@ def _waiting(run: WaitingRun) -> AwaitingApproval:
 
 
 def _dm(run: WaitingRun) -> None:
+    from harness_cli import wiring
     from harness_cli.config import load_config
-    from harness_cli.ops import notify
-    from harness_cli.services import factory
+    from harness_cli.outbox import notify
 
     text = (
         f"{run.workflow} waits for your approval: {'; '.join(run.reasons)}. Reply "
@@ -189,7 +189,7 @@ def _dm(run: WaitingRun) -> None:
     try:
         cfg = load_config()
         notify.dm(
-            factory.outbound(cfg, factory.lazy_slack()),
+            wiring.outbound(cfg, wiring.lazy_slack()),
             cfg,
             "waiting_for_approval",
             text,
@@ -218,7 +218,8 @@ def expire_due() -> list[str]:
 
 def approve(run_id: str, *, backend: Any = None) -> str:
     """``admin: approve <run>``: re-evaluate the gate now; start it when no longer denied."""
-    from harness_cli import dispatch
+    from harness_cli.dispatch import dispatcher as dispatch
+    from harness_cli.dispatch.payload import Payload
     from harness_cli.sessions import lifecycle
 
     _pull()  # the run may have waited on another machine
@@ -229,7 +230,7 @@ def approve(run_id: str, *, backend: Any = None) -> str:
     winner = _claim(run.run)
     if winner:
         return f"run {run.run} is being approved by {winner} already; nothing to do"
-    payload = dispatch.Payload.model_validate(run.payload)
+    payload = Payload.model_validate(run.payload)
     verdict = lifecycle.preview(run.workflow, run.case_id, payload)
     if verdict.decision == "deny":
         run.state, run.decided_at, run.note = "denied", clock.now(), verdict.line

@@ -12,17 +12,19 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness_cli import dispatch
 from harness_cli.config import Config
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch import journal
+from harness_cli.dispatch.backends import BackendName
+from harness_cli.dispatch.journal import RunRecord
+from harness_cli.dispatch.payload import Payload, Trigger, load_payload
 from harness_cli.errors import HarnessError, LockHeld
 from harness_cli.logs import event
-from harness_cli.obligations import journal
-from harness_cli.obligations.journal import RunRecord
 from harness_cli.state.locks import hold
 from harness_cli.state.store import atomic_write_text
 
 if TYPE_CHECKING:
-    from harness_cli.ops.outbound import Outbound
+    from harness_cli.outbox.outbound import Outbound
 
 log = logging.getLogger("harness.runs")
 
@@ -33,7 +35,7 @@ HANDED_BACK = ("investigating", "in_progress")
 """Statuses a run in progress holds; an abandoned run's case leaves them for ``failed``."""
 
 
-def stranded_runs(cfg: Config, out: Outbound | None, *, backend: dispatch.Backend) -> list[str]:
+def stranded_runs(cfg: Config, out: Outbound | None, *, backend: BackendName) -> list[str]:
     limits = cfg.harness.obligations
     lines: list[str] = []
     now = time.time()
@@ -70,7 +72,7 @@ def say_redispatched(
 ) -> None:
     """#34 item 2: a run started again by a cycle is said in the case thread — before, a case
     moved twenty minutes after its failure message with no word. A lost notice is logged."""
-    from harness_cli.ops import notify
+    from harness_cli.outbox import notify
 
     if out is None or not case_id:
         return
@@ -90,22 +92,22 @@ def _busy(record: RunRecord) -> bool:
         return True
 
 
-def _redispatch(backend: dispatch.Backend, path: Path, record: RunRecord) -> str:
+def _redispatch(backend: BackendName, path: Path, record: RunRecord) -> str:
     from harness_cli.workspace import registry
 
     old = None
     if record.payload:
         try:
-            old = dispatch.load_payload(Path(record.payload))
+            old = load_payload(Path(record.payload))
         except HarnessError:
             old = None
-    payload = dispatch.Payload(
+    payload = Payload(
         workflow=record.workflow,
         case_id=record.case_id,
         case_dir=old.case_dir if old else str(registry.case_dir(record.case_id).resolve()),
         channel=old.channel if old else "",
         thread_ts=old.thread_ts if old else "",
-        trigger=dispatch.Trigger(kind="resume", user="harness"),
+        trigger=Trigger(kind="resume", user="harness"),
         args={**(old.args if old else record.args), "resume_run": record.identity},
         repo=old.repo if old else str(record.args.get("repo", "")),
     )
@@ -134,7 +136,7 @@ def _again(record: RunRecord) -> str:
 
 
 def _abandon(cfg: Config, out: Outbound | None, path: Path, record: RunRecord) -> str:
-    from harness_cli.ops import notify
+    from harness_cli.outbox import notify
     from harness_cli.workspace import registry
 
     record.state = "abandoned"

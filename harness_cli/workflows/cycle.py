@@ -13,8 +13,8 @@ from harness_cli.errors import HarnessError
 from harness_cli.logs import event
 
 if TYPE_CHECKING:
-    from harness_cli.dispatch import Backend
-    from harness_cli.ops.outbound import Outbound
+    from harness_cli.dispatch.backends import BackendName
+    from harness_cli.outbox.outbound import Outbound
     from harness_cli.services.gitlab import GitLab
     from harness_cli.services.jira import Jira
 
@@ -25,13 +25,15 @@ def tend(
     cfg: Config,
     out: Outbound | None,
     *,
-    backend: Backend,
+    backend: BackendName,
     gitlab: GitLab | None = None,
     jira: Jira | None = None,
 ) -> list[str]:
     """Returns lines for the cycle's result."""
-    from harness_cli import dispatch
-    from harness_cli.obligations import adopt, flush, journal, ledger, unbegun
+    from harness_cli.dispatch import dispatcher as dispatch
+    from harness_cli.dispatch import journal
+    from harness_cli.outbox import flush, ledger
+    from harness_cli.workflows import adopt, unbegun
 
     lines: list[str] = []
     limits = cfg.harness.obligations

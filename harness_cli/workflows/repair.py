@@ -76,13 +76,13 @@ def refresh(cfg: Config) -> bool:
 
 def flush_case(cfg: Config, case_id: str) -> list[str]:
     """Deliver the case's owed Slack writes (GitLab ones wait for mr-monitor)."""
-    from harness_cli.obligations import flush, ledger
+    from harness_cli.outbox import flush, ledger
 
     if not any(o.service == "slack" and o.owed for o in ledger.owed(case_id)):
         return []
-    from harness_cli.services import factory
+    from harness_cli import wiring
 
-    out = factory.outbound(cfg, factory.lazy_slack())
+    out = wiring.outbound(cfg, wiring.lazy_slack())
     try:
         report = flush.flush(out, self_dm=cfg.harness.operator.self_dm_channel, case_id=case_id)
     except HarnessError as exc:  # e.g. no Slack token here: the next poll-slack delivers it

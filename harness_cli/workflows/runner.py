@@ -1,6 +1,6 @@
 """What every workflow subcommand shares: the case from ``CASE`` or ``--payload FILE``, the
 per-(workflow, case) lock that makes a second concurrent start exit 3, and the run journal that
-makes a run killed at any point resumable by the next one (:mod:`harness_cli.obligations`)."""
+makes a run killed at any point resumable by the next one (:mod:`harness_cli.dispatch.journal`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness_cli import run_slots
-from harness_cli.dispatch import Payload, choose_backend, load_payload, start_waiting
+from harness_cli.dispatch.backends import choose_backend
+from harness_cli.dispatch.dispatcher import start_waiting
+from harness_cli.dispatch.payload import Payload, load_payload
 from harness_cli.errors import InputError, PolicyRefused
 from harness_cli.state.locks import workflow_lock
 from harness_cli.workspace.case import validate_case_id
@@ -82,7 +84,7 @@ def running(
             detail=f"{inv.workflow} ({kind})",
             payload=again.model_dump(mode="json", exclude={"created_at"}),
         ):
-            from harness_cli.obligations import unbegun
+            from harness_cli.workflows import unbegun
 
             unbegun.settle(inv.payload_file, "held back by a pause")
             run_slots.forget(inv.payload_file)  # its place in the queue goes to the next one
@@ -106,7 +108,7 @@ def running(
     except PolicyRefused:
         # Refused on purpose (the preflight gate, a budget…): not a run that never began, so
         # no cycle dispatches it again (obligations.unbegun).
-        from harness_cli.obligations import unbegun
+        from harness_cli.workflows import unbegun
 
         unbegun.settle(inv.payload_file, "refused")
         raise
@@ -196,18 +198,17 @@ def add_spend(cost: dict[str, Any], workflow: str, spent: Tally) -> dict[str, An
 
 
 def _tell_budget(inv: Invocation, exc: BudgetExceeded) -> None:
-    from harness_cli import dryrun
+    from harness_cli import dryrun, wiring
     from harness_cli.config import load_config
     from harness_cli.errors import HarnessError
-    from harness_cli.ops import notify
-    from harness_cli.services import factory
+    from harness_cli.outbox import notify
 
     if dryrun.ACTIVE is not None:
         return
     try:
         cfg = load_config()
         notify.budget_reached(
-            factory.outbound(cfg), cfg, case_id=inv.case_id,
+            wiring.outbound(cfg), cfg, case_id=inv.case_id,
             text=f"{inv.workflow} on {inv.case_id} stopped: {exc.message}. {exc.hint}.",
         )  # fmt: skip
     except HarnessError as err:  # the exit code and the log still say it
@@ -219,7 +220,8 @@ def _journaled(inv: Invocation, *, commit: bool) -> Iterator[None]:
     """Record the run (or resume the one a kill left), repair what a dead run left on the case,
     and commit what this run wrote — whatever way it ends. ``commit=False``: a dry run."""
     from harness_cli.config import load_config
-    from harness_cli.obligations import journal, repair, unbegun
+    from harness_cli.dispatch import journal
+    from harness_cli.workflows import repair, unbegun
 
     unbegun.refuse_if_adopted(inv.payload, inv.payload_file)
     cfg = load_config()

@@ -5,7 +5,7 @@ start-up, an OOM, a reboot, a lost transient unit) — so :func:`adopt.stranded_
 reads run records, never sees it.
 
 The rule, in this one place, run by every poll-slack and mr-monitor cycle
-(:func:`harness_cli.obligations.cycle.tend`): a payload file
+(:func:`harness_cli.workflows.cycle.tend`): a payload file
 
 - written more than ``payload_start_grace_seconds`` ago (and less than ``ADOPT_WITHIN_S``),
 - with no run record under the identity its run would have (:func:`journal.identity_of`),
@@ -26,16 +26,19 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness_cli import dispatch, paths, run_slots
+from harness_cli import paths, run_slots
 from harness_cli.config import Config
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch import journal
+from harness_cli.dispatch.backends import BackendName
+from harness_cli.dispatch.payload import Payload, Trigger, load_payload
 from harness_cli.errors import HarnessError, LockHeld
 from harness_cli.logs import event
-from harness_cli.obligations import journal
 from harness_cli.state.locks import hold
 from harness_cli.state.store import atomic_create_bytes, atomic_write_text
 
 if TYPE_CHECKING:
-    from harness_cli.ops.outbound import Outbound
+    from harness_cli.outbox.outbound import Outbound
 
 log = logging.getLogger("harness.runs")
 
@@ -55,7 +58,7 @@ def settle(payload_file: str, why: str) -> None:
         atomic_write_text(_marker(Path(payload_file), "settled"), why + "\n")
 
 
-def refuse_if_adopted(payload: dispatch.Payload | None, payload_file: str) -> None:
+def refuse_if_adopted(payload: Payload | None, payload_file: str) -> None:
     """A payload's late start after a cycle adopted it stands down (exit 3): the adopted resume
     does (or did) its work. Called with the workflow lock held."""
     if payload is None or not payload_file or (payload.args or {}).get("resume_run"):
@@ -68,17 +71,17 @@ def refuse_if_adopted(payload: dispatch.Payload | None, payload_file: str) -> No
         )
 
 
-def identity(payload: dispatch.Payload, payload_file: Path) -> str:
+def identity(payload: Payload, payload_file: Path) -> str:
     """The identity its run records itself under (journal.running's rule)."""
     return journal.identity_of(payload.workflow, payload, None) or f"payload:{payload_file}"
 
 
-def began(payload: dispatch.Payload, payload_file: Path) -> bool:
+def began(payload: Payload, payload_file: Path) -> bool:
     ident = identity(payload, payload_file)
     return journal.record_path(payload.workflow, payload.case_id, ident).exists()
 
 
-def unbegun_payloads(cfg: Config, out: Outbound | None, *, backend: dispatch.Backend) -> list[str]:
+def unbegun_payloads(cfg: Config, out: Outbound | None, *, backend: BackendName) -> list[str]:
     """Adopt every payload whose run never began; returns lines for the cycle's result."""
     grace = cfg.harness.obligations.payload_start_grace_seconds
     lines: list[str] = []
@@ -93,7 +96,7 @@ def unbegun_payloads(cfg: Config, out: Outbound | None, *, backend: dispatch.Bac
         if run_slots.waiting(path):
             continue  # waiting for a workflow slot: its turn comes (run_slots.pump)
         try:
-            payload = dispatch.load_payload(path)
+            payload = load_payload(path)
         except HarnessError:
             continue  # not a payload any run could start: nothing to adopt
         path = path.absolute()
@@ -107,7 +110,7 @@ def unbegun_payloads(cfg: Config, out: Outbound | None, *, backend: dispatch.Bac
                 adopted_now = _adopt(backend, path, payload, adopted)
                 lines += adopted_now
                 if adopted_now:
-                    from harness_cli.obligations.adopt import say_redispatched
+                    from harness_cli.workflows.adopt import say_redispatched
 
                     say_redispatched(cfg, out, payload.case_id, payload.workflow,
                                      "was dispatched but never began")  # fmt: skip
@@ -119,9 +122,7 @@ def unbegun_payloads(cfg: Config, out: Outbound | None, *, backend: dispatch.Bac
     return lines
 
 
-def _adopt(
-    backend: dispatch.Backend, path: Path, payload: dispatch.Payload, adopted: Path
-) -> list[str]:
+def _adopt(backend: BackendName, path: Path, payload: Payload, adopted: Path) -> list[str]:
     ident = identity(payload, path)
     with hold(f"{payload.workflow}-{payload.case_id}", timeout=0):
         if began(payload, path):
@@ -131,7 +132,7 @@ def _adopt(
             return []  # another cycle adopted it first
     again = payload.model_copy(
         update={
-            "trigger": dispatch.Trigger(kind="resume", user="harness", ts=payload.trigger.ts),
+            "trigger": Trigger(kind="resume", user="harness", ts=payload.trigger.ts),
             "args": {**payload.args, "resume_run": ident},
             "key": f"adopted|{ident}",
             "created_at": None,
@@ -147,7 +148,7 @@ def _tell_if_still_unbegun(
     cfg: Config,
     out: Outbound | None,
     path: Path,
-    payload: dispatch.Payload,
+    payload: Payload,
     adopted: Path,
     grace: float,
     now: float,
@@ -164,7 +165,7 @@ def _tell_if_still_unbegun(
         return []
     if out is None:
         return []
-    from harness_cli.ops import notify
+    from harness_cli.outbox import notify
 
     text = (
         f"{payload.case_id}: `{payload.workflow}` ({payload.trigger.kind}) was dispatched twice "

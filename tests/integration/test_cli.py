@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness_cli.cli import COMMANDS, WORKFLOWS
+from harness_cli.cli import COMMANDS
 from harness_cli.state.locks import workflow_lock
+from harness_cli.workflows.table import WORKFLOWS, entry
 from tests.conftest import harness_subprocess
 
 CONTRACT_SUBCOMMANDS = {
@@ -112,6 +113,12 @@ def test_workflow_is_never_started_twice_concurrently(cli) -> None:  # type: ign
         code, _, err = cli("investigate", "AAA-1")
     assert code == 3
     assert "locked by another run" in err
+
+
+def test_every_workflow_is_a_command_and_its_entry_resolves() -> None:
+    for name in WORKFLOWS:
+        assert name in COMMANDS, name
+        assert callable(entry(name)), name
 
 
 def test_malformed_payload_is_bad_input(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

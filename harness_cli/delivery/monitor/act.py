@@ -15,13 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness_cli import clock, dispatch
+from harness_cli import clock
 from harness_cli.config import Config
 from harness_cli.delivery.monitor.thresholds import MonitorThresholds
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch.backends import BackendName
+from harness_cli.dispatch.payload import Payload, Trigger
 from harness_cli.errors import HarnessError, InputError, LockHeld, ServiceError, StateConflict
 from harness_cli.logs import event
-from harness_cli.ops import notify
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox import notify
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.gitlab import GitLab, MergeRequest
 from harness_cli.state import files
 from harness_cli.state.locks import hold
@@ -60,7 +63,7 @@ class MonitorCtx:
     cfg: Config
     gitlab: GitLab
     out: Outbound
-    backend: dispatch.Backend
+    backend: BackendName
     thresholds: MonitorThresholds = field(default_factory=MonitorThresholds)
     report: CycleReport = field(default_factory=CycleReport)
     started: float = field(default_factory=time.monotonic)
@@ -125,12 +128,12 @@ def dev_agent_busy(case_id: str) -> bool:
 
 
 def start_dev_agent(
-    ctx: MonitorCtx, entry: MonitoredMr, args: dict[str, Any], trigger: dispatch.Trigger
+    ctx: MonitorCtx, entry: MonitoredMr, args: dict[str, Any], trigger: Trigger
 ) -> bool:
     """Dispatch the dev-agent; False when the backend refused to start it (systemd already
     runs that unit), so the caller keeps the work for the next cycle."""
     thread = registry.case_thread(entry.case_id)
-    payload = dispatch.Payload(
+    payload = Payload(
         workflow="dev-agent",
         case_id=entry.case_id,
         case_dir=case_dir_of(entry),
@@ -200,13 +203,13 @@ def consolidate_hook(ctx: MonitorCtx, entry: MonitoredMr, mr: MergeRequest) -> N
     is anything to fold in; a failure to start it is logged, never a reason to keep the MR)."""
     kind = "mr_merged" if mr.state == "merged" else "mr_closed"
     thread = registry.case_thread(entry.case_id)
-    payload = dispatch.Payload(
+    payload = Payload(
         workflow="consolidate",
         case_id=entry.case_id,
         case_dir=case_dir_of(entry),
         channel=thread.channel if thread else "",
         thread_ts=thread.thread_ts if thread else "",
-        trigger=dispatch.Trigger(kind=kind, ts=mr.updated_at),
+        trigger=Trigger(kind=kind, ts=mr.updated_at),
     )
     try:
         dispatch.dispatch(payload, backend=ctx.backend)

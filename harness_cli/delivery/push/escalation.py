@@ -17,8 +17,8 @@ from harness_cli.delivery.push.rebase import PushResult, RebaseResult
 from harness_cli.delivery.worktrees import Worktree
 from harness_cli.errors import ServiceError
 from harness_cli.logs import event
-from harness_cli.ops import notify
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox import notify
+from harness_cli.outbox.outbound import Outbound
 
 log = logging.getLogger("harness.delivery.escalation")
 

@@ -37,8 +37,8 @@ from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.delivery.worktrees import Worktree
 from harness_cli.errors import PolicyRefused
 from harness_cli.logs import event
-from harness_cli.ops import notify
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox import notify
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state.store import atomic_write_text
 
 __all__ = [
@@ -198,12 +198,12 @@ def _refuse_secrets(
 
 
 def _back_to_draft(wt: Worktree) -> list[str]:
+    from harness_cli import wiring
     from harness_cli.delivery.mr import back_to_draft
     from harness_cli.errors import HarnessError
-    from harness_cli.services import factory
 
     try:
-        return back_to_draft(factory.gitlab(), wt.project, wt.branch)
+        return back_to_draft(wiring.gitlab(), wt.project, wt.branch)
     except HarnessError as exc:  # the refusal and its DM stand; the MR is checked next cycle
         event(log, "mr_back_to_draft_failed", logging.WARNING, branch=wt.branch, error=str(exc))
         return []
