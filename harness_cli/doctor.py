@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from harness_cli import paths
 from harness_cli.errors import HarnessError
+from harness_cli.state import files
 
 
 @dataclass
@@ -83,7 +84,6 @@ def _workspace() -> Check:
 
 
 def _state_files() -> list[Check]:
-    from harness_cli.state import files
 
     out: list[Check] = []
     for handle in (

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_cli import paths
+
 SKIP_HOME = ("logs", "payloads", "locks", "workspace")
 _ENV = (
     "HARNESS_HOME",
@@ -62,7 +64,6 @@ ACTIVE: Plan | None = None
 def shadow() -> Iterator[Plan]:
     """Run the body against copies of HARNESS_HOME and the workspace; yield what it would send."""
     global ACTIVE
-    from harness_cli import paths
 
     plan = Plan()
     root = Path(tempfile.mkdtemp(prefix="harness-dry-run-"))

@@ -34,6 +34,7 @@ from typing import IO
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
+from harness_cli.config import load_config
 from harness_cli.errors import ConfigError, LockHeld
 from harness_cli.logs import event
 from harness_cli.state.store import JsonFile
@@ -76,7 +77,6 @@ def queue_file() -> JsonFile[RunQueue]:
 def cap() -> int:
     """harness.yaml ``max_running_workflows`` (its default when the config cannot be read:
     the run that reads it next says what is wrong)."""
-    from harness_cli.config import load_config  # config imports the whole settings tree
 
     try:
         return load_config().harness.max_running_workflows

@@ -4,12 +4,14 @@ and pass the results into core code, which never constructs a client itself."""
 
 from __future__ import annotations
 
-from harness_cli.config import Config
+from harness_cli import dryrun
+from harness_cli.config import Config, load_config
 from harness_cli.dispatch.backends import RunCommand, use_inline_runner
+from harness_cli.errors import ConfigError
 from harness_cli.outbox.outbound import Outbound
-from harness_cli.services.forge import Forge, ForgeRouter
-from harness_cli.services.gitlab import GitLab
-from harness_cli.services.jira import Jira
+from harness_cli.services.forge import Forge, ForgeRouter, forge_map, home_forge
+from harness_cli.services.gitlab import GitLab, GitLabSettings, LiveGitLab
+from harness_cli.services.jira import Jira, JiraSettings, LiveJira
 from harness_cli.services.slack import LiveSlack, Slack, SlackSettings
 
 
@@ -23,7 +25,6 @@ def install(run_command: RunCommand) -> None:
 def slack() -> Slack:
     """Slack as the operator (``SLACK_USER_TOKEN``, ``SLACK_API_URL``); during ``--dry-run``
     its writes are recorded instead of sent."""
-    from harness_cli import dryrun
 
     client = LiveSlack(SlackSettings.from_env())
     plan = dryrun.ACTIVE
@@ -59,7 +60,6 @@ def gitlab() -> GitLab:
     to its forge, GitLab (``GITLAB_URL``, ``GITLAB_TOKEN``) or GitHub (``GITHUB_URL``,
     ``GITHUB_TOKEN``); during ``--dry-run`` its writes are recorded instead of sent. The name
     is the one core code knew before GitHub was a forge."""
-    from harness_cli import dryrun
 
     client = forge_router()
     plan = dryrun.ACTIVE
@@ -70,13 +70,9 @@ forge = gitlab
 
 
 def forge_router(cfg: Config | None = None) -> ForgeRouter:
-    from harness_cli.errors import ConfigError
-    from harness_cli.services.forge import forge_map, home_forge
 
     if cfg is None:
         try:
-            from harness_cli.config import load_config
-
             cfg = load_config()
         except ConfigError:
             cfg = None  # no config at all (a bare client in a test, `doctor` before init): GitLab
@@ -86,14 +82,14 @@ def forge_router(cfg: Config | None = None) -> ForgeRouter:
 
 
 def live_gitlab() -> Forge:
-    from harness_cli.services.gitlab import GitLabSettings, LiveGitLab
 
     return LiveGitLab(GitLabSettings.from_env())
 
 
 def live_github() -> Forge:
-    # PyGithub is loaded only here: `harness --help` never pays for it.
-    from harness_cli.services.github import GitHubSettings, LiveGitHub
+    # the GitHub wrapper (and PyGithub behind it) loaded only here: a GitLab-only command
+    # never pays for it
+    from harness_cli.services.github import GitHubSettings, LiveGitHub  # noqa: PLC0415
 
     return LiveGitHub(GitHubSettings.from_env())
 
@@ -102,8 +98,6 @@ def jira() -> Jira | None:
     """Jira as the harness's account (``JIRA_URL``, ``JIRA_USER``, ``JIRA_TOKEN``), or None when
     no ``JIRA_URL`` is configured: then tickets are read as Slack gives them and no action runs
     in Jira. During ``--dry-run`` its writes are recorded instead of sent."""
-    from harness_cli import dryrun
-    from harness_cli.services.jira import JiraSettings, LiveJira
 
     if not JiraSettings.configured():
         return None

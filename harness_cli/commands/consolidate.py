@@ -7,9 +7,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from harness_cli import wiring
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.errors import EXIT_FAILED, EXIT_REFUSED, InputError
+from harness_cli.memory.consolidate import consolidate_case
+from harness_cli.memory.consolidate_due import consolidate_due
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.workflows import runner
 
 if TYPE_CHECKING:
     from harness_cli.memory.consolidate import Consolidation
@@ -26,17 +32,12 @@ def consolidate(
     no_post: bool = typer.Option(False, "--no-post", help="Do not tell the operator on Slack."),
 ) -> None:
     """Fold the unconsolidated followup transcripts into TASK.md (UPDATE, not REWRITE)."""
-    from harness_cli import wiring
-    from harness_cli.config import load_config
-    from harness_cli.errors import EXIT_FAILED, EXIT_REFUSED, InputError
 
     cfg = load_config()
     out = None if no_post else wiring.outbound(cfg, wiring.lazy_slack())
     if due:
         if case or payload or force:
             raise InputError("--due walks every open case: give no CASE, --payload or --force")
-        from harness_cli.memory.consolidate_due import consolidate_due
-        from harness_cli.workflows import runner
 
         walk = consolidate_due(
             cfg,
@@ -55,9 +56,6 @@ def consolidate(
         result.exit_code = EXIT_FAILED if walk.failed else EXIT_REFUSED if refused else 0
         emit(result)
         return
-
-    from harness_cli.memory.consolidate import consolidate_case
-    from harness_cli.workflows import runner
 
     inv = runner.resolve("consolidate", case, payload)
     kind = inv.payload.trigger.kind if inv.payload else None

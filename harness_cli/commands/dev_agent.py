@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import typer
 
-from harness_cli.commands import new_app
+from harness_cli.commands import _progress, new_app
+from harness_cli.delivery.run import run_dev_agent
+from harness_cli.errors import InputError
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.sessions.lifecycle import finish
+from harness_cli.workflows import runner
 
 app = new_app("Hands-on code work in the case's worktree; push; open/update the MR.")
 
@@ -21,10 +25,6 @@ def dev_agent(
     no_post: bool = typer.Option(False, "--no-post", help="Do not post to Slack."),
 ) -> None:
     """Run one dev-agent mode on a case."""
-    from harness_cli.commands import _progress
-    from harness_cli.delivery.run import run_dev_agent
-    from harness_cli.errors import InputError
-    from harness_cli.workflows import runner
 
     inv = runner.resolve("dev-agent", case, payload)
     args = dict(inv.payload.args) if inv.payload else {}
@@ -35,7 +35,6 @@ def dev_agent(
         raise InputError("dev-agent needs --mode task|address_review|fix_ci")
     if auto:
         args["auto"] = True
-    from harness_cli.sessions.lifecycle import finish
 
     inv.args = {**args, "mode": chosen}
     with runner.running(inv), _progress.live(f"dev-agent {inv.case_id} ({chosen})"):

@@ -10,7 +10,7 @@ import typer
 
 from harness_cli.commands import new_app
 from harness_cli.doctor import Check, run_checks
-from harness_cli.output import emit
+from harness_cli.output import OPTIONS, emit
 from harness_cli.result import Result
 
 app = new_app("Check config, tokens, services and the machine.")
@@ -27,8 +27,6 @@ def doctor(
 ) -> None:
     """Check config, tokens, reachability of each service, and the machine (git, claude CLI)."""
     import shutil
-
-    from harness_cli.output import OPTIONS
 
     checks = run_checks(offline=offline)
     result = Result("doctor", data=[c.__dict__ for c in checks])

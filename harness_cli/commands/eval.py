@@ -12,6 +12,11 @@ from typing import Any
 import typer
 
 from harness_cli.commands import new_app
+from harness_cli.components import COMPONENTS
+from harness_cli.errors import InputError
+from harness_cli.eval import gate, report, runner
+from harness_cli.eval.before_after import overlaid
+from harness_cli.eval.export import export_case
 from harness_cli.output import emit
 from harness_cli.result import Result
 
@@ -82,7 +87,6 @@ def evaluate(
 ) -> None:
     """Each trial runs the real subcommands (init, case new, investigate, review; or the
     delivery flow) in a fresh HARNESS_HOME. Every trial started is counted."""
-    from harness_cli.components import COMPONENTS
 
     if list_components:
         result = Result("eval", data={n: c.description for n, c in COMPONENTS.items()})
@@ -90,14 +94,11 @@ def evaluate(
         result.rows = [[c.name, ",".join(c.suites), c.description] for c in COMPONENTS.values()]
         emit(result)
         return
-    from harness_cli.errors import InputError
-    from harness_cli.eval import report
 
     if runtime not in ("anthropic", "claude-code"):
         raise InputError(f"--runtime {runtime!r}", hint="use anthropic or claude-code")
     if overlay is not None and config_root is not None:
         raise InputError("--overlay and --config-root both name the config", hint="give one")
-    from harness_cli.eval import gate
 
     floor = gate.read(baseline) if baseline is not None else None
     if floor is not None:  # the same suites and trials as the baseline, unless told otherwise
@@ -106,8 +107,6 @@ def evaluate(
     runs = runs or 3
     with contextlib.ExitStack() as stack:
         if overlay is not None:
-            from harness_cli.eval.before_after import overlaid
-
             config_root = stack.enter_context(overlaid(overlay))
         run = _evaluate(suites, runs, runtime, ablate, matrix, jobs, timeout, config_root)
     result = Result("eval", data=run.to_json(), columns=report.COLUMNS, rows=report.rows(run))
@@ -151,8 +150,6 @@ def _evaluate(
     timeout: float,
     config_root: Path | None,
 ) -> Any:
-    from harness_cli.errors import InputError
-    from harness_cli.eval import runner
 
     try:
         return runner.evaluate(
@@ -180,8 +177,6 @@ def export(
     """Its ticket, the model's recorded answers per iteration and role, and its outcome as
     what the grader expects: replay it after a change to prompts, SOPs or gates."""
     import yaml
-
-    from harness_cli.eval.export import export_case
 
     data = export_case(case)
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)

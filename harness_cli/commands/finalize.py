@@ -8,9 +8,16 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from harness_cli import wiring
+from harness_cli.agents.factory import configured_runtime
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.errors import EXIT_REFUSED, InputError
+from harness_cli.improvement.finalize import Services, finalize_case, finalize_due
+from harness_cli.improvement.thresholds import thresholds_from
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.workflows import runner
 
 if TYPE_CHECKING:
     from harness_cli.config import Config
@@ -27,11 +34,6 @@ def finalize(
     no_post: bool = typer.Option(False, "--no-post", help="Do not DM the operator."),
 ) -> None:
     """Finalize one case, or every due one; a finalized case is skipped (and says so)."""
-    from harness_cli.config import load_config
-    from harness_cli.errors import InputError
-    from harness_cli.improvement.finalize import finalize_case, finalize_due
-    from harness_cli.improvement.thresholds import thresholds_from
-    from harness_cli.workflows import runner
 
     cfg = load_config()
     th = thresholds_from(cfg.harness)
@@ -57,9 +59,6 @@ def finalize(
 
 
 def _services(cfg: Config) -> Services:
-    from harness_cli import wiring
-    from harness_cli.agents.factory import configured_runtime
-    from harness_cli.improvement.finalize import Services
 
     return Services(
         make_gitlab=wiring.gitlab,
@@ -69,7 +68,6 @@ def _services(cfg: Config) -> Services:
 
 
 def _result(outcomes: list[FinalizeOutcome], *, due: bool) -> Result:
-    from harness_cli.errors import EXIT_REFUSED
 
     result = Result("finalize", data={"cases": [o.to_json() for o in outcomes]})
     for o in outcomes:

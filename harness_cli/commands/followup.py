@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import typer
 
+from harness_cli import wiring
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.memory.followup import Followup
+from harness_cli.memory.replies import Thread
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.workflows import runner
 
 app = new_app("Answer the operator's newest replies in a case thread.")
 
@@ -20,11 +25,6 @@ def followup(
 ) -> None:
     """Answer the replies past the case's watermark (the payload's thread, else the case
     thread in the operator's self-DM)."""
-    from harness_cli import wiring
-    from harness_cli.config import load_config
-    from harness_cli.memory.followup import Followup
-    from harness_cli.memory.replies import Thread
-    from harness_cli.workflows import runner
 
     inv = runner.resolve("followup", case, payload)
     cfg = load_config()

@@ -5,7 +5,10 @@ or a reaction (retried next cycle); 3 when another cycle still runs."""
 
 from __future__ import annotations
 
+from harness_cli import wiring
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.ops.mcp_watch import Watch, run_cycle
 from harness_cli.output import emit
 from harness_cli.result import Result
 
@@ -17,10 +20,6 @@ def mcp_watch() -> None:
     """Check each server (initialize, list tools, call its no-op tool); on failure try the
     silent refresh, DM the operator once, and mark the most recent ticket after 2 failures."""
     from dataclasses import asdict
-
-    from harness_cli import wiring
-    from harness_cli.config import load_config
-    from harness_cli.ops.mcp_watch import Watch, run_cycle
 
     cfg = load_config()
     result = Result("mcp-watch", columns=["server", "state", "detail", "actions"])

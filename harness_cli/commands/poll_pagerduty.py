@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import typer
 
+from harness_cli import clock, wiring
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.errors import InputError
+from harness_cli.intake.pagerduty import workflow as pagerduty
 from harness_cli.output import emit
 
 app = new_app("One PagerDuty poll: incidents that name a known case surface its context.")
@@ -21,10 +25,6 @@ def poll_pagerduty(
     ),
 ) -> None:
     """Poll PAGERDUTY_API_URL with PAGERDUTY_TOKEN for incidents created since the last poll."""
-    from harness_cli import clock, wiring
-    from harness_cli.config import load_config
-    from harness_cli.errors import InputError
-    from harness_cli.intake.pagerduty import workflow as pagerduty
 
     bad = [s for s in status if s not in ("triggered", "acknowledged", "resolved")]
     if bad:

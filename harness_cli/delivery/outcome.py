@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from harness_cli.delivery.monitor.decide import is_reviewer_note
+from harness_cli.state import files
+
 if TYPE_CHECKING:
     from harness_cli.delivery.change import Change
     from harness_cli.delivery.push.recovery import PushOutcome
@@ -66,7 +69,6 @@ def _mr_state(change: Change, case: str) -> str:
 def _url(work: Work, change: Change | None = None) -> str:
     if change is not None and change.mr:
         return str(change.mr.get("web_url") or "")
-    from harness_cli.state import files
 
     entry = files.monitored_mrs().read().mrs.get(str(work.args.get("mr") or ""))
     return entry.web_url if entry is not None and entry.web_url else str(work.args.get("mr", ""))
@@ -214,14 +216,12 @@ def review_result(
 
 
 def _who(threads: list[Discussion], me: str) -> str:
-    from harness_cli.delivery.monitor.decide import is_reviewer_note
 
     names = sorted({n.author for d in threads for n in d.notes if is_reviewer_note(n, me=me)})
     return " and ".join(names) or "the reviewer"
 
 
 def _asked(threads: list[Discussion], me: str) -> str:
-    from harness_cli.delivery.monitor.decide import is_reviewer_note
 
     notes = [n for d in threads for n in d.notes if is_reviewer_note(n, me=me)]
     if not notes:

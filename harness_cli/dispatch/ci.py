@@ -23,8 +23,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
+from harness_cli.config import load_config
+from harness_cli.dispatch.payload import load_payload
 from harness_cli.dispatch.settings import CiDispatchSettings
+from harness_cli.errors import HarnessError, ServiceError
 from harness_cli.logs import event
+from harness_cli.outbox import notify
+from harness_cli.services.github import GitHubSettings, LiveGitHub
+from harness_cli.sessions.reservations import Held, look, renew
+from harness_cli.state.locks import hold
 from harness_cli.state.store import JsonFile
 
 log = logging.getLogger("harness.dispatch")
@@ -82,7 +89,6 @@ class ActionsRuns:
     and the release of sessions."""
 
     def __init__(self) -> None:
-        from harness_cli.services.github import GitHubSettings, LiveGitHub
 
         self.gh = LiveGitHub(GitHubSettings.from_env())
         self.workflow = _settings()[0].workflow
@@ -96,8 +102,6 @@ class ActionsRuns:
         found = self.gh.dispatch_workflow(project, self.workflow, ref, inputs)
         run_id = found.get("workflow_run_id")
         if not run_id:
-            from harness_cli.errors import ServiceError
-
             raise ServiceError(
                 f"GitHub started {self.workflow} on {project} but named no run",
                 hint="GitHub Enterprise before 3.19 has no return_run_details: upgrade, or use "
@@ -119,7 +123,6 @@ class ActionsRuns:
 
 
 def _settings() -> tuple[CiDispatchSettings, str]:
-    from harness_cli.config import load_config
 
     cfg = load_config().harness
     return cfg.ci_dispatch, cfg.ci_dispatch.project or cfg.improvement.self_repo
@@ -218,7 +221,6 @@ def poll() -> list[str]:
             and sum(t.status in ACTIVE for t in state.pipelines) < settings.max_concurrent
         ):
             queued = Path(state.queued.pop(0))
-            from harness_cli.dispatch.payload import load_payload
 
             tracked = _create(gl, project, settings.ref, load_payload(queued), queued)
             tracked.backend = backend
@@ -230,7 +232,6 @@ def poll() -> list[str]:
 def _backend(state: PipelinesState) -> str:
     """The CI backend in use: the configured one when it is a CI backend, else the one the
     tracked pipelines ran on (a machine switched to local dispatch still follows them)."""
-    from harness_cli.config import load_config
     from harness_cli.dispatch.backends import choose_backend
 
     chosen = choose_backend(load_config().harness.dispatch)
@@ -241,7 +242,6 @@ def _backend(state: PipelinesState) -> str:
 
 def _cancel(gl: Any, project: str, tracked: Tracked) -> str:
     """Cancel a stuck pipeline if GitLab lets us; what happened, in a few words."""
-    from harness_cli.errors import HarnessError
 
     try:
         gl.cancel_pipeline(project, tracked.pipeline)
@@ -255,9 +255,6 @@ def _cancel(gl: Any, project: str, tracked: Tracked) -> str:
 def _tell_stuck(tracked: Tracked, cancel: str, freed: int, minutes: float) -> None:
     """The operator's one DM about a stuck job (owed through the outbox if Slack refuses)."""
     from harness_cli import wiring
-    from harness_cli.config import load_config
-    from harness_cli.errors import HarnessError
-    from harness_cli.outbox import notify
 
     text = (
         f"the {tracked.workflow} job (pipeline {tracked.pipeline}"
@@ -281,10 +278,7 @@ def _active(state: PipelinesState) -> int:
 
 def release_pipeline(pipeline: int) -> int:
     """Give back every reservation held by the sessions of ``pipeline`` (its job is gone)."""
-    from harness_cli.config import load_config
     from harness_cli.sessions import lifecycle
-    from harness_cli.sessions.reservations import Held, look, renew
-    from harness_cli.state.locks import hold
 
     attempts = load_config().harness.sessions.cas_attempts
     freed = 0

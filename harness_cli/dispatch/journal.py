@@ -39,6 +39,7 @@ from harness_cli import clock, paths
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
 from harness_cli.outbox import scope
+from harness_cli.state.dedup import is_alive, me
 from harness_cli.state.locks import hold
 from harness_cli.state.store import atomic_write_text
 
@@ -158,7 +159,6 @@ def running(
 ) -> Iterator[Run]:
     """Record the run (or resume a dead one), open its obligation scope, and record its end.
     Call it with the per-(workflow, case) lock held."""
-    from harness_cli.state.dedup import me
 
     identity = identity_of(workflow, payload, args) or f"payload:{payload_file}"
     path = _path(workflow, case_id, identity)
@@ -230,7 +230,6 @@ def records() -> list[tuple[Path, RunRecord]]:
 
 def stranded() -> list[tuple[Path, RunRecord]]:
     """Runs still marked running whose process is gone."""
-    from harness_cli.state.dedup import is_alive
 
     return [(p, r) for p, r in records() if r.state == "running" and not is_alive(r.owner)]
 

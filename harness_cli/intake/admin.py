@@ -11,8 +11,11 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 from harness_cli import clock
+from harness_cli.delivery import reopen
 from harness_cli.dispatch import dispatcher as dispatch
 from harness_cli.errors import HarnessError, InputError
+from harness_cli.improvement.retrospective import write_retrospective
+from harness_cli.intake import held as held_work
 from harness_cli.intake import pause
 from harness_cli.intake.admin_parser import (
     USAGE,
@@ -22,7 +25,12 @@ from harness_cli.intake.admin_parser import (
     parse_amount,
 )
 from harness_cli.intake.context import Intake
+from harness_cli.investigation import hand
 from harness_cli.logs import event
+from harness_cli.loop import outage
+from harness_cli.ops.summary import last_24h
+from harness_cli.outbox.outbound import is_own_post
+from harness_cli.sessions import waiting
 from harness_cli.state import files
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import validate_case_id
@@ -58,7 +66,6 @@ def from_slack(
 
 def _answered(ctx: Intake, channel: str, ts: str, thread_ts: str) -> bool:
     """Our answer follows the command in its thread before anything else the operator says."""
-    from harness_cli.outbox.outbound import is_own_post
 
     for message in ctx.call(lambda: ctx.slack.replies(channel, thread_ts, oldest=ts)):
         if float(message.get("ts", 0)) <= float(ts):
@@ -93,8 +100,6 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         until = clock.human(state.paused_until) if state.paused_until else "`oncall resume`"
         return f"paused: automatic dispatch is muted until {until}; your commands still work"
     if verb == "oncall-resume":
-        from harness_cli.intake import held as held_work
-
         was, _ = pause.resume(by=ctx.operator)
         replayed = held_work.replay(ctx.backend)
         ctx.tally.replayed += replayed
@@ -142,26 +147,18 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         with registry.update_case(case_id, ctx.cfg.harness.thresholds, "closed") as case:
             moved = case.move("closed", by="operator", note="admin close-case")
         if moved:
-            from harness_cli.improvement.retrospective import write_retrospective
-
             write_retrospective(ctx.cfg, case_id, reason="admin close-case")
         return f"{case_id} {'closed' if moved else 'was already closed'}"
     if verb == "budget":
         return _budget(ctx, validate_case_id(cmd.args[0]), parse_amount(cmd.args[1]))
     if verb in ("reopen", "accept-checks"):
-        from harness_cli.delivery import reopen
-
         case_id = validate_case_id(cmd.args[0])
         if verb == "reopen":
             return reopen.reopen_case(ctx.cfg, case_id, by=ctx.operator).message
         return reopen.accept_checks(ctx.cfg, case_id, by=ctx.operator)[1]
     if verb == "approve":
-        from harness_cli.sessions import waiting
-
         return waiting.approve(cmd.args[0], backend=ctx.backend)
     if verb == "run":
-        from harness_cli.investigation import hand
-
         return hand.run_one(
             ctx.cfg, validate_case_id(cmd.args[0]), int(cmd.args[1]), ctx.jira, ctx.out,
             confirm="--confirm" in cmd.flags,
@@ -213,7 +210,6 @@ def status_text(ctx: Intake) -> str:
         f"open cases: {len(open_cases)}; monitored MRs: {len(mrs)}"
         + (f" ({sum(1 for m in mrs.values() if m.paused)} paused)" if mrs else "")
     )
-    from harness_cli.loop import outage
 
     waiting = outage.current()
     if waiting is not None and waiting.waiting:
@@ -225,7 +221,6 @@ def status_text(ctx: Intake) -> str:
     if broken:  # a case nobody can read is work nobody is doing: said, never hidden
         lines.append(f"unreadable cases: {len(broken)}")
         lines += [f"• {c['id']}: {c['problem']}" for c in broken[:10]]
-    from harness_cli.ops.summary import last_24h
 
     lines += last_24h().lines()
     return "\n".join(lines)

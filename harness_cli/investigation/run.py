@@ -11,14 +11,24 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness_cli import clock, paths, wiring
 from harness_cli.agents.factory import configured_runtime, require_credentials
 from harness_cli.config import Config, load_config
-from harness_cli.errors import EXIT_FAILED, PolicyRefused
+from harness_cli.dispatch import journal
+from harness_cli.errors import EXIT_FAILED, InputError, PolicyRefused
+from harness_cli.investigation import hand, precommit
+from harness_cli.investigation.analysis import investigator_notes
+from harness_cli.investigation.gates import evaluate
 from harness_cli.investigation.loop import Loop, cache_prefix
 from harness_cli.investigation.publish import PUBLISHED, publish, read_ticket, resume_published
+from harness_cli.investigation.reviewer import review
+from harness_cli.investigation.staging import Narrative
 from harness_cli.loop import outage
+from harness_cli.loop.prompts import render
+from harness_cli.loop.report import extract_report
 from harness_cli.loop.runs import CaseRunner, ModelUnavailable, evidence_paths
 from harness_cli.ops import status_message
+from harness_cli.state.store import atomic_write_json
 from harness_cli.workspace import registry
 
 STARTABLE = ("new", "investigating", "awaiting_approval", "failed", "escalated")
@@ -32,7 +42,6 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
             f"case {case_id} is {case.status}; not investigating it again",
             hint="reopen it first if that is what you want",
         )
-    from harness_cli.dispatch import journal
 
     run = journal.current()
     saved = run.recall(PUBLISHED) if run is not None and post else None
@@ -70,8 +79,6 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         raise
     out = None
     if post:
-        from harness_cli import wiring
-
         out = wiring.outbound(cfg)
     # The exit line goes out once: the result is written over the live status message.
     edit_ts = status.handover() if status is not None else None
@@ -109,8 +116,6 @@ def _wait_for_model(
     operator hears of the outage once (``loop.outage``), not of each case."""
     why = outage.plain(exc.detail)
     if post:
-        from harness_cli import wiring
-
         outage.wait(cfg, wiring.outbound(cfg, wiring.lazy_slack()), case_id=case_id,
                     workflow="investigate", detail=exc.detail)  # fmt: skip
     if status is not None:
@@ -135,7 +140,6 @@ def _wait_for_model(
 def _resume(cfg: Config, case_id: str, saved: dict[str, Any]) -> dict[str, Any]:
     """A run killed after it published (the case holds the result): post what it owes, close
     its live status message, and report what it concluded — no second investigation."""
-    from harness_cli import wiring
 
     out = wiring.outbound(cfg, wiring.lazy_slack())
     status = status_message.for_case(cfg, out, case_id, f"investigate {case_id}")
@@ -164,8 +168,6 @@ def _resume(cfg: Config, case_id: str, saved: dict[str, Any]) -> dict[str, Any]:
 def _hand(cfg: Config, case_id: str, out: Any) -> list[str]:
     """The 95+ rule (#30): after the draft is out, the harness runs the actions that may run
     by themselves (a resumed run finds those its predecessor ran), and lists the drafts."""
-    from harness_cli import wiring
-    from harness_cli.investigation import hand
 
     return hand.run_auto(cfg, case_id, wiring.jira(), out)
 
@@ -179,7 +181,6 @@ def _committer(cfg: Config, case_id: str) -> Any:
 
 
 def _live_status(cfg: Config, case_id: str) -> status_message.StatusReporter | None:
-    from harness_cli import wiring
 
     out = wiring.outbound(cfg, wiring.lazy_slack())
     return status_message.for_case(cfg, out, case_id, f"investigate {case_id}")
@@ -188,7 +189,6 @@ def _live_status(cfg: Config, case_id: str) -> status_message.StatusReporter | N
 def _archive_previous_run(folder: Path) -> None:
     """A re-investigation keeps the earlier run: its iterations and reviews move under
     ``runs/<stamp>/`` instead of being overwritten from ``01.json`` on."""
-    from harness_cli import clock
 
     moved = [
         d for d in (folder / "iterations", folder / "review") if d.is_dir() and any(d.iterdir())
@@ -205,16 +205,6 @@ def review_case(case_id: str) -> dict[str, Any]:
     """Both reviews of the latest report in ``iterations/``, each in its own staged folder,
     with the slate as locked (a changed lock file is put back first); saved under
     ``review/``."""
-    from harness_cli import clock, paths
-    from harness_cli.errors import InputError
-    from harness_cli.investigation import precommit
-    from harness_cli.investigation.analysis import investigator_notes
-    from harness_cli.investigation.gates import evaluate
-    from harness_cli.investigation.reviewer import review
-    from harness_cli.investigation.staging import Narrative
-    from harness_cli.loop.prompts import render
-    from harness_cli.loop.report import extract_report
-    from harness_cli.state.store import atomic_write_json
 
     cfg = load_config()
     registry.load_case(case_id)

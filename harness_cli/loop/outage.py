@@ -22,11 +22,16 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
+from harness_cli.config import load_config
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch.payload import Payload, Trigger
 from harness_cli.errors import HarnessError, InputError
 from harness_cli.logs import event
 from harness_cli.loop.outage_thresholds import OutageThresholds
+from harness_cli.outbox import notify
 from harness_cli.state.locks import hold
 from harness_cli.state.store import atomic_write_text
+from harness_cli.workspace import registry
 
 if TYPE_CHECKING:
     from harness_cli.config import Config
@@ -141,7 +146,6 @@ def wait(
 
 
 def _tell(cfg: Config, out: Outbound, outage: Outage) -> bool:
-    from harness_cli.outbox import notify
 
     cases = ", ".join(sorted(outage.waiting))
     every = cfg.harness.model_outage.resume_every_seconds
@@ -169,7 +173,6 @@ def recovered(case_id: str) -> None:
 
 
 def _settled(case_id: str) -> bool:
-    from harness_cli.workspace import registry
 
     try:
         return registry.load_case(case_id).status in ("closed", "merged")
@@ -182,10 +185,6 @@ def _settled(case_id: str) -> bool:
 def resume_due(backend: BackendName) -> list[str]:
     """poll-slack's part: dispatch every waiting case's workflow again once ``next_try`` has
     come (each run retries with backoff itself; a run that gets through ends its wait)."""
-    from harness_cli.config import load_config
-    from harness_cli.dispatch import dispatcher as dispatch
-    from harness_cli.dispatch.payload import Payload, Trigger
-    from harness_cli.workspace import registry
 
     outage = current()
     if outage is None or time.time() < outage.next_try:

@@ -15,8 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import paths
+from harness_cli.agents import limits, sandbox
+from harness_cli.agents.factory import runtime_name
+from harness_cli.agents.mcp_contracts import effect_of
+from harness_cli.config import load_config
+from harness_cli.delivery.identity import commit_identity
+from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.doctor import Check
 from harness_cli.errors import HarnessError
+from harness_cli.logs import redact
+from harness_cli.ops import schedule as cron
+from harness_cli.ops.mcp_probe import probe_all
+from harness_cli.ops.mcp_watch import fix_for
 
 REMOTE_TIMEOUT_S = 20.0
 
@@ -34,9 +44,6 @@ def git_identity() -> Check:
     """Who the harness's commits on case branches are by (``delivery.identity``, the one rule):
     with no ``delivery.commit_author`` and no machine identity (or only a placeholder), every
     approved ticket fails at its first commit, so this fails here rather than at the ticket."""
-    from harness_cli.config import load_config
-    from harness_cli.delivery.identity import commit_identity
-    from harness_cli.delivery.thresholds import DeliveryThresholds
 
     try:
         delivery, where = load_config().harness.delivery, paths.config_dir() / "harness.yaml"
@@ -98,8 +105,6 @@ def workspace_remote() -> Check | None:
             "check the network and the remote's URL (git -C <workspace> remote -v)",
         )
     if proc.returncode != 0:
-        from harness_cli.logs import redact
-
         return Check(
             "workspace remote",
             "fail",
@@ -134,7 +139,6 @@ def _mismatches(found: dict[str, str], where: str) -> list[str]:
 
 def scheduled() -> bool:
     """A crontab block or a harness unit is installed (so the env file must hold the tokens)."""
-    from harness_cli.ops import schedule as cron
 
     try:
         crontab = cron.current() or ""
@@ -144,7 +148,6 @@ def scheduled() -> bool:
 
 
 def _installed_units() -> list[Path]:
-    from harness_cli.ops import schedule as cron
 
     folder = cron.systemd_dir()
     return [folder / n for n in cron.unit_names() if (folder / n).is_file()]
@@ -155,7 +158,6 @@ def schedule() -> list[Check]:
     or its systemd timer (a unit file on disk that systemd was never told to start runs
     nothing) — and what runs it exists and carries this run's paths. The fix is one that
     works on this machine: the systemd path where there is no ``crontab`` command."""
-    from harness_cli.ops import schedule as cron
 
     fix = "re-run `harness init --install-cron --yes` with the HARNESS_* this shell uses"
     try:
@@ -232,7 +234,6 @@ def _enabled(units: list[str]) -> set[str]:
 
 def listener_enabled() -> bool:
     """harness-listen.service is installed and enabled: only then does it need a token."""
-    from harness_cli.ops import schedule as cron
 
     unit = "harness-listen.service"
     return (cron.systemd_dir() / unit).is_file() and unit in _enabled([unit])
@@ -275,9 +276,6 @@ def _units() -> list[Check]:
 def mcp_servers() -> list[Check]:
     """Each server of mcp.json gets the check mcp-watch makes (read-only: no state, no DM).
     Nothing when the config does not load (the config check already says why)."""
-    from harness_cli.config import load_config
-    from harness_cli.ops.mcp_probe import probe_all
-    from harness_cli.ops.mcp_watch import fix_for
 
     try:
         cfg = load_config()
@@ -298,7 +296,6 @@ def mcp_servers() -> list[Check]:
 def tool_effects(server: str, probe: Any, settings: Any) -> str:
     """Each tool with the effect its contract gives it (``agents.mcp_contracts``), grouped:
     ``read-only: search_logs, list_services; writes (untrusted): add_comment``."""
-    from harness_cli.agents.mcp_contracts import effect_of
 
     groups: dict[str, list[str]] = {}
     for tool in probe.tools:
@@ -313,9 +310,6 @@ def tool_effects(server: str, probe: Any, settings: Any) -> str:
 def agent_sandbox() -> Check:
     """The box the agents' commands run in works on this machine (bubblewrap, and socat for
     the claude CLI's network proxy): without it no dev-agent runs, unless harness.yaml opts out."""
-    from harness_cli.agents import sandbox
-    from harness_cli.agents.factory import runtime_name
-    from harness_cli.config import load_config
 
     try:
         cfg = load_config()
@@ -343,9 +337,6 @@ def agent_sandbox() -> Check:
 def agent_limits() -> list[Check]:
     """The box's limits (processes, memory, CPU time, file size) can be applied on this
     machine for the configured runtime (#28 R11): one line each, with the fix."""
-    from harness_cli.agents import limits
-    from harness_cli.agents.factory import runtime_name
-    from harness_cli.config import load_config
 
     try:
         cfg = load_config()

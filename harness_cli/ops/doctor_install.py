@@ -10,10 +10,13 @@ import subprocess
 from dataclasses import dataclass
 from string import Template
 
-from harness_cli import paths
-from harness_cli.config import Config
+from harness_cli import paths, resources
+from harness_cli.config import Config, load_config
 from harness_cli.doctor import Check
 from harness_cli.errors import HarnessError
+from harness_cli.loop.prompts import sops_dir
+from harness_cli.ops.setup import read_env_file
+from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
 
 CLAUDE_INSTALL = (
     "npm install --prefix ~/.local/share/harness-claude @anthropic-ai/claude-code@{v}, then "
@@ -37,7 +40,6 @@ class Environment:
 
 
 def environment() -> Environment:
-    from harness_cli.ops.setup import read_env_file
 
     path = paths.env_file()
     try:
@@ -116,7 +118,6 @@ def runtime(cfg: Config) -> tuple[str, bool]:
 
 
 def claude_cli(cfg: Config) -> Check:
-    from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
 
     name, chosen = runtime(cfg)
     if name != "claude-code":
@@ -159,7 +160,6 @@ def claude_cli(cfg: Config) -> Check:
 def templates(cfg: Config) -> Check:
     """Every packaged template resolves; the operator's overrides are listed, and one that uses
     a placeholder the harness never fills in fails now rather than at the next ticket."""
-    from harness_cli import resources
 
     overridden: list[str] = []
     broken: list[str] = []
@@ -192,8 +192,6 @@ def templates(cfg: Config) -> Check:
 
 
 def sops(cfg: Config) -> Check:
-    from harness_cli import resources
-    from harness_cli.loop.prompts import sops_dir
 
     root = sops_dir(cfg)
     own = [n for n in resources.PACKAGED_SOPS if (r := resources.sop(root, n)) and r.overridden]
@@ -230,7 +228,6 @@ def stray_config() -> list[Check]:
 
 
 def load() -> tuple[Config | None, Check]:
-    from harness_cli.config import load_config
 
     try:
         cfg = load_config()

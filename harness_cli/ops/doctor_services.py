@@ -12,8 +12,11 @@ from typing import Any
 
 from harness_cli.config import Config
 from harness_cli.doctor import Check
+from harness_cli.errors import ServiceError
 from harness_cli.logs import redact
 from harness_cli.ops.doctor_install import Environment
+from harness_cli.services.github import GitHubSettings, LiveGitHub
+from harness_cli.services.jira import JiraSettings, LiveJira
 
 DEVELOPER = 30
 """GitLab's access level that may push a branch and open a merge request."""
@@ -171,7 +174,6 @@ GITHUB_PROBES = (
 def github(cfg: Config | None, env: Environment) -> list[Check]:
     """The token is accepted, has the scopes (classic) or the permissions (fine-grained, by
     trying each) the harness uses, and reaches each GitHub repository with write access."""
-    from harness_cli.services.github import GitHubSettings, LiveGitHub
 
     token = env.get("GITHUB_TOKEN")
     if not token:
@@ -210,7 +212,6 @@ def github(cfg: Config | None, env: Environment) -> list[Check]:
 
 
 def _github_repo(client: Any, repo: str, who: str, fix: str, *, fine_grained: bool) -> Check:
-    from harness_cli.errors import ServiceError
 
     name = f"repo {repo}"
     try:
@@ -310,8 +311,6 @@ def jira(cfg: Config | None, env: Environment) -> list[Check]:
     """``JIRA_URL`` set: the credentials are accepted (GET myself), and each ``jira_prefixes``
     entry of projects.yaml is a project this account sees (a typo there leaves every ticket of
     that project without its issue)."""
-    from harness_cli.errors import ServiceError
-    from harness_cli.services.jira import JiraSettings, LiveJira
 
     url = env.get("JIRA_URL")
     if not url:

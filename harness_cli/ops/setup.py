@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness_cli.config import HarnessConfig, ProjectsConfig, load_config
 from harness_cli.errors import ConfigError
+from harness_cli.loop.prompts import sops_dir
 
 if TYPE_CHECKING:
     from harness_cli.config import Config
@@ -141,7 +143,6 @@ def write_config(folder: Path, wanted: Wanted, *, force: bool = False) -> Writte
     """Write the starter config, keep a matching one, refuse a contradicting one. With
     ``force``, only a file that contradicts the flags (or cannot be read) is rewritten, and
     only in the keys the flags name; each old version is kept as the next free backup."""
-    from harness_cli.config import load_config
 
     validate(wanted)
     out = Written()
@@ -241,8 +242,6 @@ def _write_from_flags(folder: Path, wanted: Wanted, out: Written) -> bool:
     """Each file that is missing, unreadable or contradicts the flags, rewritten from them
     (readable files keep every key the flags do not name). True when anything was written."""
     from pydantic import ValidationError
-
-    from harness_cli.config import HarnessConfig, ProjectsConfig
 
     old_h = _readable(folder / "harness.yaml", HarnessConfig)
     old_p = _readable(folder / "projects.yaml", ProjectsConfig)
@@ -365,7 +364,6 @@ def _projects_data(wanted: Wanted, old: dict[str, Any] | None) -> dict[str, Any]
 def _write_project_sops(cfg: Config, out: Written) -> None:
     """A starter SOP and knowledge base for each project that has none (the investigator reads
     both on every run; the packaged STYLE.md and INVESTIGATION.md need no copy)."""
-    from harness_cli.loop.prompts import sops_dir
 
     root = sops_dir(cfg)
     for name, project in cfg.projects.projects.items():

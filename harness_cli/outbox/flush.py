@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from harness_cli.errors import HarnessError, LockHeld
 from harness_cli.logs import event
-from harness_cli.outbox import ledger
+from harness_cli.outbox import gitlab_door, jira_door, ledger, slack_door
 from harness_cli.outbox.ledger import Obligation
+from harness_cli.workspace import registry
 
 if TYPE_CHECKING:
     from harness_cli.outbox.outbound import Outbound
@@ -60,7 +61,6 @@ def flush(
     jira: Jira | None = None,
 ) -> FlushReport:
     """One attempt at each owed write (of ``case_id``, or all) this process can make."""
-    from harness_cli.outbox import gitlab_door, jira_door, slack_door
 
     report = FlushReport()
     started = time.monotonic()
@@ -125,7 +125,6 @@ def flush(
 def _report_jira(out: Outbound, self_dm: str, ob: Obligation) -> None:
     """A Jira action a run could not finish, done now: said in its case thread, under the key
     the run would have used (never twice)."""
-    from harness_cli.workspace import registry
 
     thread = registry.case_thread(ob.case_id) if ob.case_id else None
     t = ob.target
@@ -146,7 +145,6 @@ def _settle_leftover(out: Outbound, ob: Obligation, report: FlushReport) -> None
     """A best-effort post (a status placeholder) a dead run was making: never posted late, but
     when it did land it is recorded as done, so the run resumed in its scope edits it to its
     end instead of leaving it spinning."""
-    from harness_cli.outbox import slack_door
 
     try:
         with ledger.attempt_lock(ob):

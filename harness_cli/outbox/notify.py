@@ -12,16 +12,18 @@ from __future__ import annotations
 import logging
 
 from harness_cli.config import Config
+from harness_cli.cost.meter import spend_line
 from harness_cli.logs import event
 from harness_cli.outbox.outbound import Outbound
+from harness_cli.outbox.slack_door import Owed
 from harness_cli.state.models import ThreadEntry
+from harness_cli.workspace.registry import case_thread as lookup
 
 log = logging.getLogger("harness.notify")
 
 
 def case_thread(case_id: str) -> ThreadEntry | None:
     """The case's own thread in the operator's self-DM (either map), if it has one."""
-    from harness_cli.workspace.registry import case_thread as lookup
 
     return lookup(case_id)
 
@@ -52,13 +54,10 @@ def dm(
     message that ends a workflow or an MR (a ``TERMINAL`` kind, or ``terminal``) also carries
     the cost line: this run's spend and the case's so far (#18). ``key`` names the event it is
     about when one run may tell several of the same kind."""
-    from harness_cli.outbox.slack_door import Owed
 
     if case_id:  # named before the cost line is added: that line names the case too
         text = with_case(case_id, text)
     if terminal or kind in TERMINAL:
-        from harness_cli.cost.meter import spend_line
-
         line = spend_line(case_id)
         text = f"{text}\n{line}" if line else text
     channel = cfg.harness.operator.self_dm_channel

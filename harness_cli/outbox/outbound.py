@@ -21,7 +21,7 @@ from harness_cli.logs import event
 from harness_cli.outbox.thresholds import ObligationThresholds
 from harness_cli.redaction import redact
 from harness_cli.services.slack import Message, Slack
-from harness_cli.state import dedup
+from harness_cli.state import dedup, files
 
 log = logging.getLogger("harness.outbound")
 
@@ -85,7 +85,6 @@ def _recorded() -> frozenset[str]:
     cached = _recorded_cache
     if cached and cached[0] == stat.st_mtime and cached[1] == stat.st_size:
         return cached[2]
-    from harness_cli.state import files
 
     keys = frozenset(k for k in files.socket_dedup().read().done if k.startswith(OWN_KEY))
     _recorded_cache = (stat.st_mtime, stat.st_size, keys)

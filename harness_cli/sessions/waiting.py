@@ -24,11 +24,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness_cli import clock, paths
+from harness_cli.config import load_config
+from harness_cli.dispatch.payload import Payload
 from harness_cli.errors import EXIT_OK, HarnessError, InputError, PolicyRefused
 from harness_cli.logs import event
+from harness_cli.outbox import notify
 from harness_cli.sessions.gate import Verdict
-from harness_cli.sessions.model import WaitingRun
+from harness_cli.sessions.model import ScopeDoc, WaitingRun
 from harness_cli.state.store import atomic_write_text
+from harness_cli.workspace import gitsync
 
 log = logging.getLogger("harness.sessions")
 APPROVED_ARG = "approved_run"
@@ -51,8 +55,6 @@ def _sync(path: Path, message: str) -> None:
     """Commit and push one waiting run's file (best effort: the next sync pushes it)."""
     if not (paths.workspace() / ".git").exists():
         return
-    from harness_cli.config import load_config
-    from harness_cli.workspace import gitsync
 
     try:
         gitsync.sync(
@@ -71,7 +73,6 @@ def _pull() -> None:
     remote down, leaves this machine's view)."""
     if not (paths.workspace() / ".git").exists():
         return
-    from harness_cli.workspace import gitsync
 
     try:
         gitsync.pull(paths.workspace(), paths.locks_dir())
@@ -83,7 +84,6 @@ def _claim(run: str) -> str:
     """Create ``refs/harness/approvals/<run>`` on the workspace remote on "must not exist":
     "" when this machine won, else who did (one push; the remote decides)."""
     from harness_cli.sessions import lifecycle
-    from harness_cli.sessions.model import ScopeDoc
 
     me = lifecycle.machine_id()
     board = lifecycle.open_board()
@@ -178,8 +178,6 @@ def _waiting(run: WaitingRun) -> AwaitingApproval:
 
 def _dm(run: WaitingRun) -> None:
     from harness_cli import wiring
-    from harness_cli.config import load_config
-    from harness_cli.outbox import notify
 
     text = (
         f"{run.workflow} waits for your approval: {'; '.join(run.reasons)}. Reply "
@@ -201,7 +199,6 @@ def _dm(run: WaitingRun) -> None:
 
 def expire_due() -> list[str]:
     """Cancel every run unapproved past ``approval_ttl_hours`` (by HARNESS_NOW)."""
-    from harness_cli.config import load_config
 
     ttl = timedelta(hours=load_config().harness.sessions.approval_ttl_hours)
     now = clock.now()
@@ -219,7 +216,6 @@ def expire_due() -> list[str]:
 def approve(run_id: str, *, backend: Any = None) -> str:
     """``admin: approve <run>``: re-evaluate the gate now; start it when no longer denied."""
     from harness_cli.dispatch import dispatcher as dispatch
-    from harness_cli.dispatch.payload import Payload
     from harness_cli.sessions import lifecycle
 
     _pull()  # the run may have waited on another machine

@@ -20,8 +20,10 @@ from harness_cli.dispatch.journal import RunRecord
 from harness_cli.dispatch.payload import Payload, Trigger, load_payload
 from harness_cli.errors import HarnessError, LockHeld
 from harness_cli.logs import event
+from harness_cli.outbox import notify
 from harness_cli.state.locks import hold
 from harness_cli.state.store import atomic_write_text
+from harness_cli.workspace import registry
 
 if TYPE_CHECKING:
     from harness_cli.outbox.outbound import Outbound
@@ -72,7 +74,6 @@ def say_redispatched(
 ) -> None:
     """#34 item 2: a run started again by a cycle is said in the case thread — before, a case
     moved twenty minutes after its failure message with no word. A lost notice is logged."""
-    from harness_cli.outbox import notify
 
     if out is None or not case_id:
         return
@@ -93,7 +94,6 @@ def _busy(record: RunRecord) -> bool:
 
 
 def _redispatch(backend: BackendName, path: Path, record: RunRecord) -> str:
-    from harness_cli.workspace import registry
 
     old = None
     if record.payload:
@@ -136,8 +136,6 @@ def _again(record: RunRecord) -> str:
 
 
 def _abandon(cfg: Config, out: Outbound | None, path: Path, record: RunRecord) -> str:
-    from harness_cli.outbox import notify
-    from harness_cli.workspace import registry
 
     record.state = "abandoned"
     atomic_write_text(path, record.model_dump_json(indent=2) + "\n")

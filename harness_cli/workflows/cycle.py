@@ -9,8 +9,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from harness_cli.config import Config
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch import journal
 from harness_cli.errors import HarnessError
 from harness_cli.logs import event
+from harness_cli.loop import outage
+from harness_cli.outbox import flush, ledger
+from harness_cli.workflows import adopt, unbegun
 
 if TYPE_CHECKING:
     from harness_cli.dispatch.backends import BackendName
@@ -30,10 +35,6 @@ def tend(
     jira: Jira | None = None,
 ) -> list[str]:
     """Returns lines for the cycle's result."""
-    from harness_cli.dispatch import dispatcher as dispatch
-    from harness_cli.dispatch import journal
-    from harness_cli.outbox import flush, ledger
-    from harness_cli.workflows import adopt, unbegun
 
     lines: list[str] = []
     limits = cfg.harness.obligations
@@ -53,8 +54,6 @@ def tend(
     except HarnessError as exc:
         event(log, "unbegun_payloads_failed", logging.WARNING, error=exc.line())
     try:
-        from harness_cli.loop import outage
-
         lines += outage.resume_due(backend)  # the cases a model outage left waiting
     except HarnessError as exc:
         event(log, "outage_resume_failed", logging.WARNING, error=exc.line())

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import logging
 
-from harness_cli import paths
+from harness_cli import paths, wiring
+from harness_cli.agents import guard
 from harness_cli.config import Config
-from harness_cli.errors import HarnessError
+from harness_cli.errors import HarnessError, StateConflict
 from harness_cli.logs import event
+from harness_cli.outbox import flush, ledger
+from harness_cli.workspace import registry
 
 log = logging.getLogger("harness.runs")
 
@@ -22,7 +25,6 @@ def before_run(cfg: Config, case_id: str, *, workflow: str, commit: bool = True)
     The guard's repairs come first and always — a dry run (``commit=False``: nothing committed,
     nothing posted) must not read a ticket or a template a dead run's agent changed either."""
     done: list[str] = []
-    from harness_cli.agents import guard
 
     done += [f"restored {p}" for p in guard.repair_left_behind(case_id)]
     if commit and commit_case(cfg, case_id, f"{workflow}: what an interrupted run left"):
@@ -43,7 +45,6 @@ def after_run(cfg: Config, case_id: str, *, workflow: str) -> None:
 def commit_case(cfg: Config, case_id: str, why: str) -> bool:
     """Commit (and push) the case folder if anything in it is uncommitted; a failure is logged
     (the commit is safe on disk and the next sync takes it)."""
-    from harness_cli.workspace import registry
 
     folder = registry.case_dir(case_id)
     if not (paths.workspace() / ".git").exists() or not folder.exists():
@@ -62,8 +63,6 @@ def refresh(cfg: Config) -> bool:
     """The latest case state from the workspace remote before the run reads it; a remote that
     cannot be reached is logged and the run goes on (the next sync merges by the transition
     rules all the same)."""
-    from harness_cli.errors import StateConflict
-    from harness_cli.workspace import registry
 
     try:
         return registry.refresh(cfg.harness.thresholds)
@@ -76,11 +75,9 @@ def refresh(cfg: Config) -> bool:
 
 def flush_case(cfg: Config, case_id: str) -> list[str]:
     """Deliver the case's owed Slack writes (GitLab ones wait for mr-monitor)."""
-    from harness_cli.outbox import flush, ledger
 
     if not any(o.service == "slack" and o.owed for o in ledger.owed(case_id)):
         return []
-    from harness_cli import wiring
 
     out = wiring.outbound(cfg, wiring.lazy_slack())
     try:

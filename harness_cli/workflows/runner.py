@@ -13,12 +13,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness_cli import run_slots
+from harness_cli import clock, dryrun, run_slots, wiring
+from harness_cli.config import load_config
+from harness_cli.cost import meter
+from harness_cli.cost.budgets import BudgetExceeded
+from harness_cli.dispatch import journal
 from harness_cli.dispatch.backends import choose_backend
 from harness_cli.dispatch.dispatcher import start_waiting
 from harness_cli.dispatch.payload import Payload, load_payload
-from harness_cli.errors import InputError, PolicyRefused
+from harness_cli.errors import HarnessError, InputError, PolicyRefused
+from harness_cli.intake import pause
+from harness_cli.outbox import notify
+from harness_cli.sessions.lifecycle import workflow_session
 from harness_cli.state.locks import workflow_lock
+from harness_cli.workflows import repair, unbegun
+from harness_cli.workspace import registry
 from harness_cli.workspace.case import validate_case_id
 
 if TYPE_CHECKING:
@@ -71,8 +80,6 @@ def running(
     it the cost scope (``metered``); ``sync=False`` (``investigate --no-post``): the run's
     cost lands in case.json uncommitted, like everything else the run wrote."""
     if inv.payload is not None:
-        from harness_cli.intake import pause
-
         kind = inv.payload.trigger.kind
         # Held work is replayed when the pause ends, as a new payload (this one has started).
         again = inv.payload.model_copy(
@@ -84,8 +91,6 @@ def running(
             detail=f"{inv.workflow} ({kind})",
             payload=again.model_dump(mode="json", exclude={"created_at"}),
         ):
-            from harness_cli.workflows import unbegun
-
             unbegun.settle(inv.payload_file, "held back by a pause")
             run_slots.forget(inv.payload_file)  # its place in the queue goes to the next one
             raise PolicyRefused(
@@ -94,7 +99,6 @@ def running(
                 hint="held back: it runs by itself once the pause ends (`harness status` "
                 "lists it until then)",
             )
-    from harness_cli.sessions.lifecycle import workflow_session
 
     slotted = run_slots.claim(inv.payload_file)  # a dispatched run: one of the machine's slots
     try:
@@ -108,7 +112,6 @@ def running(
     except PolicyRefused:
         # Refused on purpose (the preflight gate, a budget…): not a run that never began, so
         # no cycle dispatches it again (obligations.unbegun).
-        from harness_cli.workflows import unbegun
 
         unbegun.settle(inv.payload_file, "refused")
         raise
@@ -120,8 +123,6 @@ def running(
 def _start_waiting() -> None:
     """The slot this run freed goes to the oldest waiting run (the next poll-slack would do it
     otherwise, a minute later)."""
-    from harness_cli.config import load_config
-    from harness_cli.errors import HarnessError
 
     try:
         start_waiting(choose_backend(load_config().harness.dispatch))
@@ -135,9 +136,6 @@ def metered(inv: Invocation, *, sync: bool = True) -> Iterator[None]:
     case, project, workflow and run; at the end the run's spend is added to case.json; a
     budget that ended the run gets its one DM here (the investigation ends with its own
     ``exit=budget`` post instead and does not raise)."""
-    from harness_cli import clock
-    from harness_cli.cost import meter
-    from harness_cli.cost.budgets import BudgetExceeded
 
     run = f"{inv.workflow}-{inv.case_id}-{clock.stamp()}-{os.getpid()}"
     with meter.scope(case=inv.case_id, project=_project(inv.case_id), workflow=inv.workflow,
@@ -152,8 +150,6 @@ def metered(inv: Invocation, *, sync: bool = True) -> Iterator[None]:
 
 
 def _project(case_id: str) -> str | None:
-    from harness_cli.errors import HarnessError
-    from harness_cli.workspace import registry
 
     try:
         return registry.load_case(case_id).project
@@ -166,10 +162,6 @@ def _add_to_case(inv: Invocation, spent: Tally, *, sync: bool = True) -> None:
     read. Nothing spent, nothing written."""
     if not spent.calls:
         return
-    from harness_cli import dryrun
-    from harness_cli.config import load_config
-    from harness_cli.errors import HarnessError
-    from harness_cli.workspace import registry
 
     try:
         cfg = load_config()
@@ -198,10 +190,6 @@ def add_spend(cost: dict[str, Any], workflow: str, spent: Tally) -> dict[str, An
 
 
 def _tell_budget(inv: Invocation, exc: BudgetExceeded) -> None:
-    from harness_cli import dryrun, wiring
-    from harness_cli.config import load_config
-    from harness_cli.errors import HarnessError
-    from harness_cli.outbox import notify
 
     if dryrun.ACTIVE is not None:
         return
@@ -219,9 +207,6 @@ def _tell_budget(inv: Invocation, exc: BudgetExceeded) -> None:
 def _journaled(inv: Invocation, *, commit: bool) -> Iterator[None]:
     """Record the run (or resume the one a kill left), repair what a dead run left on the case,
     and commit what this run wrote — whatever way it ends. ``commit=False``: a dry run."""
-    from harness_cli.config import load_config
-    from harness_cli.dispatch import journal
-    from harness_cli.workflows import repair, unbegun
 
     unbegun.refuse_if_adopted(inv.payload, inv.payload_file)
     cfg = load_config()

@@ -34,8 +34,10 @@ from harness_cli.dispatch.backends import BackendName
 from harness_cli.dispatch.payload import Payload, Trigger, load_payload
 from harness_cli.errors import HarnessError, LockHeld
 from harness_cli.logs import event
+from harness_cli.outbox import notify
 from harness_cli.state.locks import hold
 from harness_cli.state.store import atomic_create_bytes, atomic_write_text
+from harness_cli.workflows.adopt import say_redispatched
 
 if TYPE_CHECKING:
     from harness_cli.outbox.outbound import Outbound
@@ -110,8 +112,6 @@ def unbegun_payloads(cfg: Config, out: Outbound | None, *, backend: BackendName)
                 adopted_now = _adopt(backend, path, payload, adopted)
                 lines += adopted_now
                 if adopted_now:
-                    from harness_cli.workflows.adopt import say_redispatched
-
                     say_redispatched(cfg, out, payload.case_id, payload.workflow,
                                      "was dispatched but never began")  # fmt: skip
         except LockHeld:
@@ -165,7 +165,6 @@ def _tell_if_still_unbegun(
         return []
     if out is None:
         return []
-    from harness_cli.outbox import notify
 
     text = (
         f"{payload.case_id}: `{payload.workflow}` ({payload.trigger.kind}) was dispatched twice "

@@ -139,8 +139,7 @@ def test_unexpected_error_writes_a_crash_log_with_versions(
     def explode(**_: object) -> list[dict[str, object]]:
         raise ZeroDivisionError("glpat-SECRETSECRETSECRET leaked?")
 
-    monkeypatch.setattr("harness_cli.workspace.registry.list_cases", explode)
-    assert case_cmd.app is not None
+    monkeypatch.setattr(case_cmd, "list_cases", explode)
     code, _, err = cli("case", "list")
     assert code == 1
     assert "this is a bug" in err and "SECRETSECRET" not in err

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from harness_cli import components
 from harness_cli.investigation import rules
 from harness_cli.investigation.gates.a_gates import a1, a2, a3, a4, a5, a6, pinned_block
 from harness_cli.investigation.gates.base import Gate, GateInput, violation
@@ -123,7 +124,6 @@ FAMILY = {
 
 def family_on(gate: Gate) -> bool:
     """The gate's family is on (always, outside an eval trial that ablates it)."""
-    from harness_cli import components
 
     return components.enabled(FAMILY[getattr(gate, "__name__", "")])
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness_cli import components
 from harness_cli.investigation.gates.a_gates import a1_ceiling
 from harness_cli.investigation.gates.base import GateInput
 from harness_cli.investigation.thresholds import InvestigationThresholds
@@ -54,7 +55,6 @@ def eq1_cap(
 def claim_ceiling(inp: GateInput) -> int:
     """A1, then EQ1 where it applies: the cap on what the report itself asserts (each only
     while its component is on: ``a_gates``, ``spot_checks``)."""
-    from harness_cli import components
 
     caps = [a1_ceiling(inp.report, inp.thresholds) if components.enabled("a_gates") else 100]
     eq1 = (
@@ -70,7 +70,6 @@ def g1_cap(inp: GateInput) -> int | None:
     growing denominator cancels any upward move". The confidence is the harness's: if the
     number A1/EQ1 leave would rise above the harness's number before the round (``baseline``)
     while open questions grew, it is held at that baseline."""
-    from harness_cli import components
 
     prev, base = inp.previous, inp.baseline
     if prev is None or base is None or not components.enabled("g_gates"):
@@ -90,7 +89,6 @@ def base_ceiling(inp: GateInput) -> int:
 def p7_ceiling(base: int, fails: int, t: InvestigationThresholds) -> int:
     """Down 7 points per FAIL dimension, not below the 40 floor; a base already under the
     floor stays where it is (P7 lowers, it never raises)."""
-    from harness_cli import components
 
     if fails <= 0 or not components.enabled("spot_checks"):
         return base
