@@ -4,12 +4,16 @@ and pass the results into core code, which never constructs a client itself."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness_cli import dryrun
 from harness_cli.config import Config, load_config
-from harness_cli.dispatch.backends import RunCommand, use_inline_runner
+from harness_cli.dispatch.backends import RunCommand, use_ci_client, use_inline_runner
+from harness_cli.dispatch.ci import ActionsRuns
 from harness_cli.errors import ConfigError
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.forge import Forge, ForgeRouter, forge_map, home_forge
+from harness_cli.services.github import GitHubSettings, LiveGitHub
 from harness_cli.services.gitlab import GitLab, GitLabSettings, LiveGitLab
 from harness_cli.services.jira import Jira, JiraSettings, LiveJira
 from harness_cli.services.slack import LiveSlack, Slack, SlackSettings
@@ -18,8 +22,16 @@ from harness_cli.services.slack import LiveSlack, Slack, SlackSettings
 def install(run_command: RunCommand) -> None:
     """What the edge hands down before any command runs: the inline dispatch backend starts a
     workflow through the CLI's own in-process ``run`` (dispatch sits below the CLI and never
-    imports it)."""
+    imports it), and the CI backends build their client here."""
     use_inline_runner(run_command)
+    use_ci_client(ci_client)
+
+
+def ci_client(backend: str = "gitlab-ci") -> Any:
+    """The client of a CI dispatch backend: during ``--dry-run`` its pipeline writes are
+    recorded, not made."""
+    client: Any = live_gitlab() if backend != "github-actions" else ActionsRuns()
+    return client if dryrun.ACTIVE is None else dryrun.RecordingGitLab(client, dryrun.ACTIVE)
 
 
 def slack() -> Slack:
@@ -87,10 +99,6 @@ def live_gitlab() -> Forge:
 
 
 def live_github() -> Forge:
-    # the GitHub wrapper (and PyGithub behind it) loaded only here: a GitLab-only command
-    # never pays for it
-    from harness_cli.services.github import GitHubSettings, LiveGitHub  # noqa: PLC0415
-
     return LiveGitHub(GitHubSettings.from_env())
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import typer
 
 from harness_cli.commands import new_app
-from harness_cli.doctor import Check, run_checks
+from harness_cli.ops.doctor.check import Check
+from harness_cli.ops.doctor.run import run_checks
 from harness_cli.output import OPTIONS, emit
 from harness_cli.result import Result
 

@@ -16,13 +16,13 @@ from harness_cli.delivery.monitor.cycle import run_cycle
 from harness_cli.delivery.monitor.thresholds import thresholds_from
 from harness_cli.delivery.worktrees import prune_stale
 from harness_cli.dispatch.backends import choose_backend
-from harness_cli.dispatch.ci import poll
 from harness_cli.errors import InputError
 from harness_cli.intake.admin import parse_mr
 from harness_cli.output import emit
 from harness_cli.result import Result
 from harness_cli.services.forge import ForgeRouter
 from harness_cli.state.locks import hold
+from harness_cli.workflows.ci_follow import poll
 from harness_cli.workflows.cycle import tend
 from harness_cli.workspace.case import validate_case_id
 
@@ -56,7 +56,8 @@ def mr_monitor(
         # worktrees whose MR never reported back (the case was abandoned) go too
         pruned = prune_stale(ctx.cfg.harness.delivery.stale_worktree_days)
 
-        followed = poll()  # gitlab-ci dispatch: failed/stuck jobs free their sessions
+        # CI dispatch: failed/stuck jobs free their sessions
+        followed = poll(wiring.ci_client, ctx.out, ctx.backend)
         tended = tend(ctx.cfg, ctx.out, backend=ctx.backend, gitlab=ctx.gitlab)
     result = cycle_result(report)
     result.changed += [f"pruned stale worktree {p}" for p in pruned]

@@ -15,7 +15,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harness_cli.delivery.monitor.decide import is_reviewer_note
+from harness_cli.errors import HarnessError
 from harness_cli.state import files
+from harness_cli.workspace import registry
 
 if TYPE_CHECKING:
     from harness_cli.delivery.change import Change
@@ -113,8 +115,6 @@ def task_result(work: Work, change: Change) -> dict[str, Any]:
     else:
         why = "the change could not be pushed (the push trail is in the DM above)"
     said = f" It concluded: {quote(change.summary())}." if change.summary() else ""
-    from harness_cli.delivery.run import way_out
-
     text = f"{case}: {why}.{said} {way_out(case)}."
     return _result(change, text, state="failed")
 
@@ -229,3 +229,16 @@ def _asked(threads: list[Discussion], me: str) -> str:
     newest = max(notes, key=lambda n: n.id)
     who = sorted({n.author for n in notes})
     return f"{', '.join(who)} asked {quote(newest.body)}"
+
+
+def way_out(case_id: str) -> str:
+    """#34 item 2: the case's true status, read back after the run, and the one command that
+    moves it from Slack — before, "the case is `failed`" was said of a case the run had left
+    ``approved`` (it failed before it began), where the commands it named both refused."""
+    try:
+        status = registry.load_case(case_id).status
+    except HarnessError:
+        return f"`admin: retry {case_id}` runs the dev-agent again once the case file is fixed"
+    if status == "mr_open":
+        return "The case is `mr_open`: the monitor watches its MR"
+    return f"The case is `{status}`: `admin: retry {case_id}` runs the dev-agent again"

@@ -14,7 +14,9 @@ from typing import Any
 from harness_cli import wiring
 from harness_cli.agents.factory import configured_runtime
 from harness_cli.config import load_config
+from harness_cli.delivery import ci_fix, dev_agent, outcome, review
 from harness_cli.delivery import work as work_mod
+from harness_cli.delivery.ci_fix import report_failure
 from harness_cli.dispatch import journal
 from harness_cli.errors import HarnessError, InputError, PolicyRefused
 from harness_cli.logs import event
@@ -41,7 +43,6 @@ STATUS_CHARS = 1500
 def run_dev_agent(
     case_id: str, mode: str, args: dict[str, Any], *, post: bool = True
 ) -> dict[str, Any]:
-    from harness_cli.delivery import ci_fix, dev_agent, review
 
     if mode not in MODES:
         raise InputError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
@@ -193,8 +194,6 @@ def _failed(work: Any, mode: str, exc: BaseException) -> None:
 
     reason = status_message.reason(exc)
     if mode == "fix_ci" and isinstance(exc, HarnessError):
-        from harness_cli.delivery.ci_fix import report_failure
-
         try:
             report_failure(work, reason)
         except HarnessError as lost:
@@ -204,25 +203,11 @@ def _failed(work: Any, mode: str, exc: BaseException) -> None:
             work_mod.move_case(work, "failed", f"dev-agent task failed: {reason}")
         except HarnessError as moving:  # the run's own failure is what the operator hears
             event(log, "case_not_moved", logging.WARNING, case_id=work.case.id, error=str(moving))
-        reason += ". " + way_out(work.case.id)
+        reason += ". " + outcome.way_out(work.case.id)
     if work.status is not None:
         work.status.failed(reason, limit=STATUS_CHARS)
     elif not work.quiet and isinstance(exc, HarnessError):
         _post(work, f"{work.case.id}: dev-agent {mode} failed: {reason}")
-
-
-def way_out(case_id: str) -> str:
-    """#34 item 2: the case's true status, read back after the run, and the one command that
-    moves it from Slack — before, "the case is `failed`" was said of a case the run had left
-    ``approved`` (it failed before it began), where the commands it named both refused."""
-
-    try:
-        status = registry.load_case(case_id).status
-    except HarnessError:
-        return f"`admin: retry {case_id}` runs the dev-agent again once the case file is fixed"
-    if status == "mr_open":
-        return "The case is `mr_open`: the monitor watches its MR"
-    return f"The case is `{status}`: `admin: retry {case_id}` runs the dev-agent again"
 
 
 def _tell(work: Any, text: str, *, ok: bool = True) -> None:

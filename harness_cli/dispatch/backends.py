@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from harness_cli import paths
 from harness_cli.dispatch import ci as ci_dispatch
@@ -34,6 +34,9 @@ BACKENDS: tuple[BackendName, ...] = (
 )  # fmt: skip
 RunCommand = Callable[[list[str]], int]
 """Runs one ``harness`` command line in this process and returns its exit code (``cli.run``)."""
+CiClient = Callable[[str], Any]
+"""Builds the client of a CI backend (``gitlab-ci`` / ``github-actions``): the edge's
+:func:`harness_cli.wiring.ci_client` (a recording one during ``--dry-run``)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ def _systemd_available() -> bool:
 
 
 _inline_run: RunCommand | None = None
+_ci_client: CiClient | None = None
 
 
 def use_inline_runner(run: RunCommand) -> None:
@@ -81,6 +85,12 @@ def use_inline_runner(run: RunCommand) -> None:
     in-process entry before a command runs: dispatch sits below the CLI and never imports it."""
     global _inline_run
     _inline_run = run
+
+
+def use_ci_client(build: CiClient) -> None:
+    """The edge hands the CI backends the builder of their client (dispatch builds none)."""
+    global _ci_client
+    _ci_client = build
 
 
 def inline_runner() -> RunCommand:
@@ -114,7 +124,14 @@ class Ci:
         self.name = name
 
     def start(self, payload: Payload, payload_file: Path) -> Started:
-        started, detail = ci_dispatch.start(payload, payload_file, backend=self.name)
+        if _ci_client is None:
+            raise StateError(
+                f"the {self.name} dispatch backend was not handed a client",
+                hint="run through the `harness` CLI, or call harness_cli.wiring.install() first",
+            )
+        started, detail = ci_dispatch.start(
+            payload, payload_file, _ci_client(self.name), backend=self.name
+        )
         return Started(started, detail)
 
 

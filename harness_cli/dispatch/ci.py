@@ -8,15 +8,16 @@ the same way (a run is a "pipeline" here: ``CI_PIPELINE_ID`` is the run id).
 HARNESS_CASE]})`` starts the job of ``cron/gitlab-ci/harness-job.yml`` (which clones the
 workspace and runs ``harness <workflow> --payload …``); the workflow's work session records
 the pipeline id (``CI_PIPELINE_ID``). At most ``max_concurrent`` of our pipelines run at once,
-the rest wait in ``$HARNESS_HOME/pipelines.json`` and start as slots free. :func:`poll` (from
-every mr-monitor cycle) follows them: a failed, canceled or stuck job releases its session at
-once instead of holding its reservations until the heartbeat expires.
+the rest wait in ``$HARNESS_HOME/pipelines.json`` and start as slots free.
+:func:`harness_cli.workflows.ci_follow.poll` (from every mr-monitor cycle) follows them: a
+failed, canceled or stuck job releases its session at once instead of holding its reservations
+until the heartbeat expires.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
 from harness_cli.config import load_config
-from harness_cli.dispatch.payload import load_payload
 from harness_cli.dispatch.settings import CiDispatchSettings
 from harness_cli.errors import HarnessError, ServiceError
 from harness_cli.logs import event
-from harness_cli.outbox import notify
 from harness_cli.services.github import GitHubSettings, LiveGitHub
-from harness_cli.sessions.reservations import Held, look, renew
-from harness_cli.state.locks import hold
 from harness_cli.state.store import JsonFile
 
 log = logging.getLogger("harness.dispatch")
@@ -69,15 +66,6 @@ def state_file() -> JsonFile[PipelinesState]:
     return JsonFile(paths.state_file("pipelines.json"), PipelinesState)
 
 
-def _client(backend: str = "gitlab-ci") -> Any:
-    """The client of the CI backend as the factory builds it: during ``--dry-run`` its
-    pipeline writes are recorded, not made."""
-    from harness_cli import dryrun, wiring
-
-    client: Any = wiring.live_gitlab() if backend != "github-actions" else ActionsRuns()
-    return client if dryrun.ACTIVE is None else dryrun.RecordingGitLab(client, dryrun.ACTIVE)
-
-
 _RUN_STATUS = {"queued": "pending", "waiting": "pending", "requested": "pending",
                "pending": "pending", "in_progress": "running"}  # fmt: skip
 _RUN_END = {"success": "success", "cancelled": "canceled", "skipped": "skipped"}
@@ -91,7 +79,7 @@ class ActionsRuns:
     def __init__(self) -> None:
 
         self.gh = LiveGitHub(GitHubSettings.from_env())
-        self.workflow = _settings()[0].workflow
+        self.workflow = ci_settings()[0].workflow
 
     def create_pipeline(self, project: str, ref: str, variables: dict[str, str]) -> dict[str, Any]:
         inputs = {
@@ -122,30 +110,33 @@ class ActionsRuns:
         self.gh.cancel_run(project, pipeline_id)
 
 
-def _settings() -> tuple[CiDispatchSettings, str]:
+def ci_settings() -> tuple[CiDispatchSettings, str]:
 
     cfg = load_config().harness
     return cfg.ci_dispatch, cfg.ci_dispatch.project or cfg.improvement.self_repo
 
 
-def start(payload: Any, payload_file: Path, backend: str = "gitlab-ci") -> tuple[bool, str]:
-    """Start the payload's pipeline, or queue it when ``max_concurrent`` are running."""
-    settings, project = _settings()
-    gl = _client(backend)
+def start(
+    payload: Any, payload_file: Path, gl: Any, backend: str = "gitlab-ci"
+) -> tuple[bool, str]:
+    """Start the payload's pipeline, or queue it when ``max_concurrent`` are running. ``gl``: the
+    CI client the edge built (:func:`harness_cli.wiring.ci_client`; a recording one in a dry
+    run)."""
+    settings, project = ci_settings()
     with state_file().update() as state:
-        _refresh(gl, project, state)
+        refresh(gl, project, state)
         active = [t for t in state.pipelines if t.status in ACTIVE]
         if len(active) >= settings.max_concurrent:
             if str(payload_file) not in state.queued:
                 state.queued.append(str(payload_file))
             return False, f"queued: {len(active)} pipelines running (max_concurrent)"
-        tracked = _create(gl, project, settings.ref, payload, payload_file)
+        tracked = create(gl, project, settings.ref, payload, payload_file)
         tracked.backend = backend
         state.pipelines.append(tracked)
     return True, f"pipeline {tracked.pipeline} {tracked.web_url}".strip()
 
 
-def _create(gl: Any, project: str, ref: str, payload: Any, payload_file: Path) -> Tracked:
+def create(gl: Any, project: str, ref: str, payload: Any, payload_file: Path) -> Tracked:
     variables = {
         "HARNESS_PAYLOAD": payload.model_dump_json(),
         "HARNESS_WORKFLOW": payload.workflow,
@@ -173,7 +164,7 @@ def _create(gl: Any, project: str, ref: str, payload: Any, payload_file: Path) -
     )
 
 
-def _refresh(gl: Any, project: str, state: PipelinesState) -> list[Tracked]:
+def refresh(gl: Any, project: str, state: PipelinesState) -> list[Tracked]:
     """Re-read every active pipeline; returns the ones that just ended badly."""
     ended = []
     backend = "github-actions" if isinstance(gl, ActionsRuns) else "gitlab-ci"
@@ -188,59 +179,7 @@ def _refresh(gl: Any, project: str, state: PipelinesState) -> list[Tracked]:
     return ended
 
 
-def poll() -> list[str]:
-    """One look at our pipelines (through ``_client``: a recording one in a dry run): release
-    the sessions of failed or stuck jobs, start queued payloads as slots free. Returns what it
-    did, one line each."""
-    if not state_file().path.exists():
-        return []
-    settings, project = _settings()
-    with state_file().update() as state:
-        backend = _backend(state)
-        gl = _client(backend)
-        said: list[str] = []
-        ended = _refresh(gl, project, state)
-        limit = clock.now() - timedelta(minutes=settings.stuck_minutes)
-        stuck: dict[int, str] = {}
-        for tracked in state.pipelines:
-            if tracked.status in ACTIVE and tracked.created_at < limit:
-                stuck[tracked.pipeline] = _cancel(gl, project, tracked)
-                tracked.status_before = tracked.status
-                tracked.status, tracked.updated_at = "stuck", clock.now()
-                ended.append(tracked)
-        for tracked in ended:
-            freed = release_pipeline(tracked.pipeline)
-            said.append(
-                f"pipeline {tracked.pipeline} ({tracked.workflow} {tracked.case_id}) "
-                f"{tracked.status}: released {freed} session(s)"
-            )
-            if tracked.pipeline in stuck:  # once: a stuck pipeline is never active again
-                _tell_stuck(tracked, stuck[tracked.pipeline], freed, settings.stuck_minutes)
-        while (
-            state.queued
-            and sum(t.status in ACTIVE for t in state.pipelines) < settings.max_concurrent
-        ):
-            queued = Path(state.queued.pop(0))
-
-            tracked = _create(gl, project, settings.ref, load_payload(queued), queued)
-            tracked.backend = backend
-            state.pipelines.append(tracked)
-            said.append(f"pipeline {tracked.pipeline} started for queued {queued.name}")
-    return said
-
-
-def _backend(state: PipelinesState) -> str:
-    """The CI backend in use: the configured one when it is a CI backend, else the one the
-    tracked pipelines ran on (a machine switched to local dispatch still follows them)."""
-    from harness_cli.dispatch.backends import choose_backend
-
-    chosen = choose_backend(load_config().harness.dispatch)
-    if chosen in ("gitlab-ci", "github-actions"):
-        return chosen
-    return state.pipelines[-1].backend if state.pipelines else "gitlab-ci"
-
-
-def _cancel(gl: Any, project: str, tracked: Tracked) -> str:
+def cancel(gl: Any, project: str, tracked: Tracked) -> str:
     """Cancel a stuck pipeline if GitLab lets us; what happened, in a few words."""
 
     try:
@@ -250,51 +189,3 @@ def _cancel(gl: Any, project: str, tracked: Tracked) -> str:
               error=exc.line())  # fmt: skip
         return f"could not be canceled ({exc.message}); cancel it in the CI"
     return "canceled"
-
-
-def _tell_stuck(tracked: Tracked, cancel: str, freed: int, minutes: float) -> None:
-    """The operator's one DM about a stuck job (owed through the outbox if Slack refuses)."""
-    from harness_cli import wiring
-
-    text = (
-        f"the {tracked.workflow} job (pipeline {tracked.pipeline}"
-        f"{' ' + tracked.web_url if tracked.web_url else ''}) was still {tracked.status_before}"
-        f" after {minutes:g} min: {cancel}, {freed} session(s) released. Nothing it did after "
-        f"its last push is kept; run `harness {tracked.workflow} {tracked.case_id}` again "
-        "when ready."
-    )
-    try:
-        cfg = load_config()
-        notify.dm(wiring.outbound(cfg, wiring.lazy_slack()), cfg, "pipeline_stuck", text,
-                  case_id=tracked.case_id, key=f"pipeline-{tracked.pipeline}")  # fmt: skip
-    except HarnessError as exc:  # the log and mr-monitor's output still say it
-        event(log, "pipeline_stuck_not_told", logging.WARNING, pipeline=tracked.pipeline,
-              error=exc.line())  # fmt: skip
-
-
-def _active(state: PipelinesState) -> int:
-    return sum(t.status in ACTIVE for t in state.pipelines)
-
-
-def release_pipeline(pipeline: int) -> int:
-    """Give back every reservation held by the sessions of ``pipeline`` (its job is gone)."""
-    from harness_cli.sessions import lifecycle
-
-    attempts = load_config().harness.sessions.cas_attempts
-    freed = 0
-    with hold("sessions-board", timeout=60, what="the reservation board"):
-        board = lifecycle.open_board()
-        snap = look(board, clock.now(), lifecycle.machine_id())
-        for h in [*snap.live, *snap.stale]:  # a stuck job's hold may have expired meanwhile
-            if h.pipeline == str(pipeline):
-                renew(
-                    board,
-                    Held(h),
-                    now=clock.now(),
-                    machine=lifecycle.machine_id(),
-                    attempts=attempts,
-                    release=True,
-                )
-                freed += 1
-    event(log, "pipeline_sessions_released", pipeline=pipeline, sessions=freed)
-    return freed

@@ -24,7 +24,9 @@ from harness_cli.intake.admin_parser import (
     parse_admin,
     parse_amount,
 )
+from harness_cli.intake.admin_task import retry, task
 from harness_cli.intake.context import Intake
+from harness_cli.intake.tickets import open_ticket
 from harness_cli.investigation import hand
 from harness_cli.logs import event
 from harness_cli.loop import outage
@@ -118,12 +120,8 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
     if verb in ("mr-rescan", "mr-pause", "mr-resume"):
         return _mr(verb, cmd.args[0])
     if verb == "task":
-        from harness_cli.intake.admin_task import task
-
         return task(ctx, cmd.args[0], auto="--auto" in cmd.flags)
     if verb == "retry":
-        from harness_cli.intake.admin_task import retry
-
         return retry(ctx, cmd.args[0])
     if verb == "oncall-run":
         return _oncall_run(ctx, cmd.args[0])
@@ -263,7 +261,6 @@ def _mr(verb: str, ref: str) -> str:
 
 
 def _oncall_run(ctx: Intake, url: str) -> str:
-    from harness_cli.intake.messages import open_ticket
 
     channel, ts = parse_permalink(url)
     thread = ctx.call(lambda: ctx.slack.replies(channel, ts))

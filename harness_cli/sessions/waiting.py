@@ -23,8 +23,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness_cli import clock, paths
+from harness_cli import clock, paths, wiring
 from harness_cli.config import load_config
+from harness_cli.dispatch import dispatcher as dispatch
 from harness_cli.dispatch.payload import Payload
 from harness_cli.errors import EXIT_OK, HarnessError, InputError, PolicyRefused
 from harness_cli.logs import event
@@ -177,7 +178,6 @@ def _waiting(run: WaitingRun) -> AwaitingApproval:
 
 
 def _dm(run: WaitingRun) -> None:
-    from harness_cli import wiring
 
     text = (
         f"{run.workflow} waits for your approval: {'; '.join(run.reasons)}. Reply "
@@ -215,7 +215,6 @@ def expire_due() -> list[str]:
 
 def approve(run_id: str, *, backend: Any = None) -> str:
     """``admin: approve <run>``: re-evaluate the gate now; start it when no longer denied."""
-    from harness_cli.dispatch import dispatcher as dispatch
     from harness_cli.sessions import lifecycle
 
     _pull()  # the run may have waited on another machine

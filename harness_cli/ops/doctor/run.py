@@ -6,19 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 
 from harness_cli import paths
 from harness_cli.errors import HarnessError
+from harness_cli.ops.doctor import checks as ops
+from harness_cli.ops.doctor import install, services
+from harness_cli.ops.doctor.check import Check
 from harness_cli.state import files
-
-
-@dataclass
-class Check:
-    name: str
-    status: str  # ok | warn | fail
-    detail: str
-    fix: str = ""
 
 
 def run_checks(*, offline: bool = False) -> list[Check]:
@@ -26,9 +20,6 @@ def run_checks(*, offline: bool = False) -> list[Check]:
     channels and repos of the config, the model, the workspace remote, the MCP servers. Each
     problem appears once (a check that depends on a failed one is left out rather than failing
     again)."""
-    from harness_cli.ops import doctor_checks as ops
-    from harness_cli.ops import doctor_install as install
-    from harness_cli.ops import doctor_services as services
 
     cfg, config = install.load()
     checks = [_home(), _git(), config, *install.stray_config()]

@@ -21,10 +21,10 @@ from harness_cli.agents.mcp_contracts import effect_of
 from harness_cli.config import load_config
 from harness_cli.delivery.identity import commit_identity
 from harness_cli.delivery.thresholds import DeliveryThresholds
-from harness_cli.doctor import Check
 from harness_cli.errors import HarnessError
 from harness_cli.logs import redact
 from harness_cli.ops import schedule as cron
+from harness_cli.ops.doctor.check import Check
 from harness_cli.ops.mcp_probe import probe_all
 from harness_cli.ops.mcp_watch import fix_for
 

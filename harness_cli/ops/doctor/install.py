@@ -12,9 +12,10 @@ from string import Template
 
 from harness_cli import paths, resources
 from harness_cli.config import Config, load_config
-from harness_cli.doctor import Check
 from harness_cli.errors import HarnessError
 from harness_cli.loop.prompts import sops_dir
+from harness_cli.ops.doctor.check import Check
+from harness_cli.ops.doctor.checks import listener_enabled
 from harness_cli.ops.setup import read_env_file
 from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
 
@@ -85,7 +86,6 @@ def _needs(cfg: Config | None) -> dict[str, str]:
         needs["GITHUB_TOKEN"] = f"opens and watches the PRs of {', '.join(on['github'])}"
     if runtime(cfg)[0] == "anthropic" or not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
         needs["ANTHROPIC_API_KEY"] = "the model (the claude CLI reads it too)"
-    from harness_cli.ops.doctor_checks import listener_enabled
 
     if listener_enabled():  # a unit file nobody enabled runs nothing and needs nothing
         needs["SLACK_APP_TOKEN"] = "harness-listen.service (Socket Mode) is enabled"

@@ -11,10 +11,10 @@ import urllib.request
 from typing import Any
 
 from harness_cli.config import Config
-from harness_cli.doctor import Check
 from harness_cli.errors import ServiceError
 from harness_cli.logs import redact
-from harness_cli.ops.doctor_install import Environment
+from harness_cli.ops.doctor.check import Check
+from harness_cli.ops.doctor.install import Environment
 from harness_cli.services.github import GitHubSettings, LiveGitHub
 from harness_cli.services.jira import JiraSettings, LiveJira
 
