@@ -197,7 +197,7 @@ def auto_after_investigation(case_id: str) -> str | None:
     if not case.task_auto or case.status != "awaiting_approval":
         return None
     ctx = local_context()
-    answer = task(ctx, case_id)  # what `admin: task <case>` runs
+    answer = task(ctx, case_id, auto=False)  # what `admin: task <case>` runs
     try:
         notify.dm(ctx.out, ctx.cfg, "task_auto",
                   f"no approval awaited (`admin: task {case_id} --auto`): {answer}",
