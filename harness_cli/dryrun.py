@@ -14,6 +14,7 @@ The real ``$HARNESS_HOME`` and workspace are never written; the copies are delet
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -137,8 +138,6 @@ def _copy_workspace(real: Path, ws: Path, sink: Path) -> None:
 
 
 def _collect(plan: Plan, home: Path, sink: Path) -> None:
-    import json
-
     for payload in sorted((home / "payloads").glob("*.json")):
         try:
             data = json.loads(payload.read_text(encoding="utf-8"))

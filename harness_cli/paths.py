@@ -3,6 +3,7 @@ created here (callers create what they write)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -49,7 +50,6 @@ def _warn_local_config(local: Path) -> None:
     if local in _warned_local:
         return
     _warned_local.add(local)
-    import logging
 
     logging.getLogger("harness.config").warning(
         "using %s from the current directory: %s does not exist; `harness init` writes the "

@@ -8,6 +8,7 @@ hands the case back as ``failed`` with the way out in that message.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -158,8 +159,6 @@ def _told_by_a_killed_run() -> dict[str, Any] | None:
 
 
 def _checkpoint_told(result: dict[str, Any]) -> None:
-    import json
-
     run = journal.current()
     if run is not None:
         run.checkpoint("told", json.loads(json.dumps(result, default=str)))

@@ -11,6 +11,7 @@ no commit, no push.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -263,7 +264,6 @@ def _post(
 def read_ticket(case_dir: Path, limit: int | None = None) -> str:
     """The ticket's text for a prompt, cut to ``limit`` characters (``inputs.ticket_chars``)
     with a note; the whole text stays in message.json."""
-    import json
 
     path = case_dir / "message.json"
     try:

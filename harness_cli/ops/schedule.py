@@ -11,6 +11,7 @@ gives a job the login shell's environment. ``harness doctor`` checks them agains
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -197,7 +198,6 @@ def assignments(text: str) -> dict[str, str]:
 
 def systemd_dir() -> Path:
     """Where systemd looks for user units: ``$XDG_CONFIG_HOME/systemd/user``."""
-    import os
 
     base = os.environ.get("XDG_CONFIG_HOME")
     return (Path(base) if base else Path.home() / ".config") / "systemd" / "user"

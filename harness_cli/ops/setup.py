@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass, field
@@ -107,7 +108,6 @@ FLAG_FORMATS: dict[str, tuple[str, str]] = {
 
 def validate(wanted: Wanted) -> None:
     """Each flag value has the shape of what it names, in one line naming the flag."""
-    import re
 
     given = [
         ("--slack-user", [wanted.slack_user] if wanted.slack_user else []),
@@ -227,8 +227,9 @@ def conflicts(cfg: Config, wanted: Wanted) -> list[str]:
 
 def _readable(path: Path, model: type[Any]) -> dict[str, Any] | None:
     """The file's settings when it parses and validates; None when it is missing or broken."""
-    import yaml
-    from pydantic import ValidationError
+    # main() reads the env file through this module on `harness --help`'s path
+    import yaml  # noqa: PLC0415
+    from pydantic import ValidationError  # noqa: PLC0415 - off `harness --help`'s path
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -241,7 +242,7 @@ def _readable(path: Path, model: type[Any]) -> dict[str, Any] | None:
 def _write_from_flags(folder: Path, wanted: Wanted, out: Written) -> bool:
     """Each file that is missing, unreadable or contradicts the flags, rewritten from them
     (readable files keep every key the flags do not name). True when anything was written."""
-    from pydantic import ValidationError
+    from pydantic import ValidationError  # noqa: PLC0415 - off `harness --help`'s path
 
     old_h = _readable(folder / "harness.yaml", HarnessConfig)
     old_p = _readable(folder / "projects.yaml", ProjectsConfig)
@@ -282,7 +283,8 @@ def _write_from_flags(folder: Path, wanted: Wanted, out: Written) -> bool:
 
 
 def _dump(data: dict[str, Any]) -> str:
-    import yaml
+    # main() reads the env file through this module on `harness --help`'s path
+    import yaml  # noqa: PLC0415
 
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
 

@@ -139,7 +139,8 @@ class Outbound:
         ``owed=False`` is best effort (a status placeholder: never delivered late); ``key``
         names the event that owes it when no run scope does (an mr-monitor DM). Raises
         ``Owed`` when Slack refused it for now: it is delivered by a later run."""
-        from harness_cli.outbox import slack_door
+        # the door delivers through it: a two-module pair
+        from harness_cli.outbox import slack_door  # noqa: PLC0415
 
         self.check(channel, "post")
         return slack_door.post(
@@ -166,14 +167,16 @@ class Outbound:
         if not owed:
             self.slack.update(channel, ts, outgoing(text), metadata=own_metadata())
             return
-        from harness_cli.outbox import slack_door
+        # the door delivers through it: a two-module pair
+        from harness_cli.outbox import slack_door  # noqa: PLC0415
 
         slack_door.update(
             self, channel, ts, outgoing(text), purpose=purpose, metadata=own_metadata(purpose)
         )
 
     def react(self, channel: str, ts: str, name: str) -> None:
-        from harness_cli.outbox import slack_door
+        # the door delivers through it: a two-module pair
+        from harness_cli.outbox import slack_door  # noqa: PLC0415
 
         self.check(channel, "react")
         slack_door.react(self, channel, ts, name)

@@ -141,7 +141,7 @@ class Sandbox:
             seed_sample_project(self.gitlab, path=path, files=files)
         if self.github_enabled:
             # imported here so the demo, which never starts it, does not load its ~20 modules
-            from harness_cli.sandbox.github_api import GitHubEmulator  # noqa: PLC0415
+            from harness_cli.sandbox.github_api import GitHubEmulator
 
             self.github = GitHubEmulator(self.root / "github")
             self.github.start()

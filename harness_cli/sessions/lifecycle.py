@@ -314,7 +314,8 @@ def workflow_session(
 ) -> Iterator[Session | None]:
     """Gate, hold, heartbeat, then outcome report and release. Deny: PolicyRefused (exit 4),
     before anything is cloned or changed. Warn: the run is parked (see :mod:`waiting`)."""
-    from harness_cli.sessions import waiting
+    # waiting parks and starts runs here: a two-module pair
+    from harness_cli.sessions import waiting  # noqa: PLC0415
 
     policy = load_config().harness.sessions
     wf = policy.for_workflow(workflow)

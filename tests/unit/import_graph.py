@@ -72,8 +72,8 @@ class Graph:
         return sorted(found, key=len, reverse=True)
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -86,7 +86,7 @@ def _type_checking(node: ast.AST) -> bool:
 
 
 def build(package: Path = PACKAGE) -> Graph:
-    modules = {module_name(p): p for p in sorted(package.rglob("*.py"))}
+    modules = {module_name(p, package): p for p in sorted(package.rglob("*.py"))}
     graph = Graph(modules)
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))

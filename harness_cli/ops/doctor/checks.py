@@ -7,6 +7,7 @@ returning a ``Check`` (or a list of them), appended there."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import urllib.parse
@@ -241,7 +242,6 @@ def listener_enabled() -> bool:
 
 def _units() -> list[Check]:
     """Each installed harness unit starts an existing harness with this run's paths."""
-    import shlex
 
     out = []
     for unit in _installed_units():
