@@ -317,10 +317,9 @@ def load_env_file() -> None:
     import os
 
     from harness_cli import paths
-    from harness_cli.ops.setup import read_env_file
 
     try:
-        found = read_env_file(paths.env_file())
+        found = paths.read_env_file(paths.env_file())
     except (OSError, UnicodeDecodeError):
         return
     for key, value in found.items():

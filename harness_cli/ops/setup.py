@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+from pydantic import ValidationError
+
 from harness_cli.config import HarnessConfig, ProjectsConfig, load_config
 from harness_cli.errors import ConfigError
 from harness_cli.loop.prompts import sops_dir
@@ -228,8 +231,6 @@ def conflicts(cfg: Config, wanted: Wanted) -> list[str]:
 def _readable(path: Path, model: type[Any]) -> dict[str, Any] | None:
     """The file's settings when it parses and validates; None when it is missing or broken."""
     # main() reads the env file through this module on `harness --help`'s path
-    import yaml  # noqa: PLC0415
-    from pydantic import ValidationError  # noqa: PLC0415 - off `harness --help`'s path
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -242,7 +243,6 @@ def _readable(path: Path, model: type[Any]) -> dict[str, Any] | None:
 def _write_from_flags(folder: Path, wanted: Wanted, out: Written) -> bool:
     """Each file that is missing, unreadable or contradicts the flags, rewritten from them
     (readable files keep every key the flags do not name). True when anything was written."""
-    from pydantic import ValidationError  # noqa: PLC0415 - off `harness --help`'s path
 
     old_h = _readable(folder / "harness.yaml", HarnessConfig)
     old_p = _readable(folder / "projects.yaml", ProjectsConfig)
@@ -284,7 +284,6 @@ def _write_from_flags(folder: Path, wanted: Wanted, out: Written) -> bool:
 
 def _dump(data: dict[str, Any]) -> str:
     # main() reads the env file through this module on `harness --help`'s path
-    import yaml  # noqa: PLC0415
 
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
 
@@ -407,20 +406,3 @@ def write_env_file(path: Path, forge: str | None = None) -> Written:
         handle.write("".join(lines))
     out.changed.append(f"wrote {path} (mode 0600): fill in {', '.join(tokens)}")
     return out
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """``KEY=value`` lines as the wrapper's ``set -a; . file`` and systemd read them: comments
-    and blank lines skipped, one level of double or single quotes removed."""
-    values: dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        key = key.strip().removeprefix("export ").strip()
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        values[key] = value
-    return values

@@ -16,7 +16,7 @@ from harness_cli.errors import HarnessError
 from harness_cli.loop.prompts import sops_dir
 from harness_cli.ops.doctor.check import Check
 from harness_cli.ops.doctor.checks import listener_enabled
-from harness_cli.ops.setup import read_env_file
+from harness_cli.paths import read_env_file
 from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
 
 CLAUDE_INSTALL = (
