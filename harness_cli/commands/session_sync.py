@@ -20,19 +20,19 @@ import typer
 from harness_cli.commands import new_app
 from harness_cli.errors import HarnessError, InputError
 from harness_cli.logs import redact
-from harness_cli.memory.sessions.model import (
+from harness_cli.memory.resume.model import (
     HookInput,
     SessionEnv,
     SessionSyncSettings,
     check_session_id,
 )
-from harness_cli.memory.sessions.start import fetch_loop, fetch_once, list_sessions, session_start
-from harness_cli.memory.sessions.sync import load_state, sync_prompt
+from harness_cli.memory.resume.start import fetch_loop, fetch_once, list_sessions, session_start
+from harness_cli.memory.resume.sync import load_state, sync_prompt
 from harness_cli.output import emit
 from harness_cli.result import Result
 
 if TYPE_CHECKING:
-    from harness_cli.memory.sessions.model import HookInput
+    from harness_cli.memory.resume.model import HookInput
 
 app = new_app(
     "Sync claude CLI sessions through the git session store (hooks call it).",

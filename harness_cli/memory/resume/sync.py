@@ -29,7 +29,7 @@ from pathlib import Path
 
 from harness_cli import clock
 from harness_cli.errors import ServiceError
-from harness_cli.memory.sessions.model import (
+from harness_cli.memory.resume.model import (
     ACTIVE,
     LINECOUNT,
     META,
@@ -44,7 +44,7 @@ from harness_cli.memory.sessions.model import (
     read_meta,
     record_uuid,
 )
-from harness_cli.memory.sessions.render import render_delta
+from harness_cli.memory.resume.render import render_delta
 from harness_cli.services.git import Git, PushRejected
 from harness_cli.state.store import JsonFile, atomic_write_bytes
 from harness_cli.workspace.gitsync import (

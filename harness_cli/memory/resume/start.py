@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_cli.errors import LockHeld, ServiceError
-from harness_cli.memory.sessions.model import (
+from harness_cli.memory.resume.model import (
     ACTIVE,
     LINECOUNT,
     META,
@@ -30,7 +30,7 @@ from harness_cli.memory.sessions.model import (
     read_meta,
     same_dir,
 )
-from harness_cli.memory.sessions.sync import (
+from harness_cli.memory.resume.sync import (
     STALE_INDEX_LOCK,
     fetch_reset,
     load_state,

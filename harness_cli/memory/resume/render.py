@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness_cli.memory.sessions.model import SessionSyncSettings
+from harness_cli.memory.resume.model import SessionSyncSettings
 
 
 def render_record(line: bytes, limit: int) -> str | None:
