@@ -21,7 +21,6 @@ def _version(dist: str) -> str:
 
 
 def report(exc: BaseException, *, argv: list[str], verbose: bool) -> int:
-
     lines = [
         "### harness crash",
         f"when: {clock.stamp()}",

@@ -82,7 +82,6 @@ forge = gitlab
 
 
 def forge_router(cfg: Config | None = None) -> ForgeRouter:
-
     if cfg is None:
         try:
             cfg = load_config()
@@ -94,7 +93,6 @@ def forge_router(cfg: Config | None = None) -> ForgeRouter:
 
 
 def live_gitlab() -> Forge:
-
     return LiveGitLab(GitLabSettings.from_env())
 
 

@@ -64,7 +64,6 @@ def cost(
 
 
 def _since(text: str) -> datetime:
-
     try:
         return clock.now() - parse_duration(text)
     except AdminUsage:

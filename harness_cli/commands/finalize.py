@@ -59,7 +59,6 @@ def finalize(
 
 
 def _services(cfg: Config) -> Services:
-
     return Services(
         make_gitlab=wiring.gitlab,
         make_outbound=lambda: wiring.outbound(cfg, wiring.lazy_slack()),
@@ -68,7 +67,6 @@ def _services(cfg: Config) -> Services:
 
 
 def _result(outcomes: list[FinalizeOutcome], *, due: bool) -> Result:
-
     result = Result("finalize", data={"cases": [o.to_json() for o in outcomes]})
     for o in outcomes:
         line = f"{o.case_id}: {o.message}"

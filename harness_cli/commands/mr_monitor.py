@@ -67,7 +67,6 @@ def mr_monitor(
 
 
 def _context() -> MonitorCtx:
-
     cfg = load_config()
     thresholds = thresholds_from(cfg.harness)
     gitlab = wiring.gitlab()

@@ -32,7 +32,6 @@ app = new_app(
 
 
 def _hook_event() -> dict[str, Any]:
-
     if sys.stdin.isatty():
         raise InputError("no hook event on stdin", hint="claude pipes it to the hook")
     try:

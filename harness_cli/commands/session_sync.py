@@ -41,7 +41,6 @@ app = new_app(
 
 
 def _hook_input(cwd: Path | None, session_id: str | None) -> HookInput:
-
     if cwd is not None:
         return HookInput(session_id=check_session_id(session_id or "none"), cwd=str(cwd.absolute()))
     if sys.stdin.isatty():
@@ -85,7 +84,6 @@ def start(
     """SessionStart hook: the session UUID recorded for this working directory."""
 
     def run() -> None:
-
         info = session_start(
             _hook_input(cwd, session_id),
             SessionEnv.from_env(),
@@ -106,7 +104,6 @@ def prompt() -> None:
     """UserPromptSubmit hook: fetch, take the other machine's delta, push ours; inject it."""
 
     def run() -> None:
-
         result = sync_prompt(_hook_input(None, None), SessionEnv.from_env())
         _answer("UserPromptSubmit", result.context)
 

@@ -70,7 +70,6 @@ def case_spend(case_id: str, run: str) -> CaseSpend:
 
 
 def _load_case_spend(case_id: str) -> CaseSpend:
-
     try:
         case = registry.load_case(case_id)
     except HarnessError:

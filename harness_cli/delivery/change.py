@@ -135,14 +135,12 @@ def _with_session(job: str) -> str:
 
 
 def _session_checks(record: acceptance.AcceptanceRecord) -> None:
-
     session = current()
     if session is not None:
         session.checks = [{"command": c.command, "exit_code": c.exit_code} for c in record.checks]
 
 
 def _session_heard(text: str) -> None:
-
     session = current()
     if session is not None:
         session.agent_said(text)

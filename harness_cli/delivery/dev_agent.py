@@ -41,7 +41,6 @@ ANALYZE_ROUNDS = 8
 
 
 def run_task(work: Work) -> dict[str, Any]:
-
     wt = worktree_for(work)
     move_case(work, "in_progress", "planning")
     plan = _analyze(work, wt)

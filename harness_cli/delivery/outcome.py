@@ -216,13 +216,11 @@ def review_result(
 
 
 def _who(threads: list[Discussion], me: str) -> str:
-
     names = sorted({n.author for d in threads for n in d.notes if is_reviewer_note(n, me=me)})
     return " and ".join(names) or "the reviewer"
 
 
 def _asked(threads: list[Discussion], me: str) -> str:
-
     notes = [n for d in threads for n in d.notes if is_reviewer_note(n, me=me)]
     if not notes:
         return "the reviewer asked"

@@ -101,7 +101,6 @@ def _pushed(change: Any) -> str:
 
 
 def _newest_reviewer_note(discussion: Discussion, me: str) -> Note | None:
-
     found = [n for n in discussion.notes if is_reviewer_note(n, me=me)]
     return max(found, key=lambda n: n.id) if found else None
 

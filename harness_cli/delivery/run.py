@@ -138,7 +138,6 @@ def _continue_fix_message(work: Any) -> None:
 
 
 def _remember_fix_message(work: Any, mode: str) -> None:
-
     key = str(work.args.get("mr") or "")
     if mode != "fix_ci" or work.status is None or not work.status.ts or not key:
         return
@@ -190,7 +189,6 @@ def _told_mr(work: Any, mr: dict[str, Any]) -> dict[str, Any]:
 
 
 def _failed(work: Any, mode: str, exc: BaseException) -> None:
-
     reason = status_message.reason(exc)
     if mode == "fix_ci" and isinstance(exc, HarnessError):
         try:
@@ -219,7 +217,6 @@ def _tell(work: Any, text: str, *, ok: bool = True) -> None:
 
 
 def _post(work: Any, text: str) -> None:
-
     try:
         notify.dm(work.out, work.cfg, "dev_agent_outcome", text, case_id=work.case.id)
     except HarnessError as exc:  # the run's result stands; the log says the DM was lost

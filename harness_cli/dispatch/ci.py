@@ -77,7 +77,6 @@ class ActionsRuns:
     and the release of sessions."""
 
     def __init__(self) -> None:
-
         self.gh = LiveGitHub(GitHubSettings.from_env())
         self.workflow = ci_settings()[0].workflow
 
@@ -111,7 +110,6 @@ class ActionsRuns:
 
 
 def ci_settings() -> tuple[CiDispatchSettings, str]:
-
     cfg = load_config().harness
     return cfg.ci_dispatch, cfg.ci_dispatch.project or cfg.improvement.self_repo
 

@@ -262,7 +262,6 @@ def _mr(verb: str, ref: str) -> str:
 
 
 def _oncall_run(ctx: Intake, url: str) -> str:
-
     channel, ts = parse_permalink(url)
     thread = ctx.call(lambda: ctx.slack.replies(channel, ts))
     if not thread:

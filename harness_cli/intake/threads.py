@@ -238,7 +238,6 @@ def _tell(ctx: Intake, gone: list[ThreadEntry]) -> None:
 
 
 def _case_open(case_id: str) -> bool:
-
     try:
         return registry.load_case(case_id).status != "closed"
     except HarnessError:

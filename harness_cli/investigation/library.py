@@ -223,7 +223,6 @@ class LibraryCase(_Strict):
         return self
 
     def _check_models(self) -> None:
-
         unknown = sorted(set(self.models) - set(ROLES))
         if unknown:
             raise ValueError(

@@ -85,7 +85,6 @@ class Loop:
         return render(self.cfg, name, **values)
 
     def run(self) -> LoopResult:
-
         t = self.cfg.harness.investigation
         if self.runner.deadline is None:
             self.runner.deadline = self.started + t.wall_clock_minutes * 60
@@ -262,7 +261,6 @@ class Loop:
         return (locked or slate), notes
 
     def _enforce(self) -> tuple[precommit.Slate | None, list[str]]:
-
         return precommit.enforce(
             self.case_dir, original=precommit.first_committed(paths.workspace())
         )

@@ -265,7 +265,6 @@ def first_committed(workspace: Path) -> Callable[[Path], bytes | None]:
     """``original`` for ``enforce``: the file as the workspace commit that added it has it."""
 
     def read(path: Path) -> bytes | None:
-
         git = Git(workspace)
         try:
             rel = path.resolve().relative_to(workspace.resolve()).as_posix()

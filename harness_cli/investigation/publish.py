@@ -126,7 +126,6 @@ post (:func:`resume_published`)."""
 
 
 def _remember(case_id: str, line: str, status: str, result: LoopResult) -> None:
-
     run = journal.current()
     if run is None:
         return

@@ -181,7 +181,6 @@ def _committer(cfg: Config, case_id: str) -> Any:
 
 
 def _live_status(cfg: Config, case_id: str) -> status_message.StatusReporter | None:
-
     out = wiring.outbound(cfg, wiring.lazy_slack())
     return status_message.for_case(cfg, out, case_id, f"investigate {case_id}")
 

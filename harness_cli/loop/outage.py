@@ -146,7 +146,6 @@ def wait(
 
 
 def _tell(cfg: Config, out: Outbound, outage: Outage) -> bool:
-
     cases = ", ".join(sorted(outage.waiting))
     every = cfg.harness.model_outage.resume_every_seconds
     text = (
@@ -173,7 +172,6 @@ def recovered(case_id: str) -> None:
 
 
 def _settled(case_id: str) -> bool:
-
     try:
         return registry.load_case(case_id).status in ("closed", "merged")
     except InputError:  # no such case (any more)

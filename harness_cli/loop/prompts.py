@@ -18,7 +18,6 @@ log = logging.getLogger("harness.prompts")
 
 
 def render(cfg: Config, name: str, **values: str) -> str:
-
     found = resources.template(cfg.dir, name)
     path = found.path if found else cfg.dir / "prompts" / f"{name}.md"
     try:
@@ -54,6 +53,5 @@ def project_text(cfg: Config, project: str, which: str) -> str:
 
 
 def generic_sop(cfg: Config) -> str:
-
     found = resources.sop(sops_dir(cfg), "INVESTIGATION.md")  # the operator's, else packaged
     return found.path.read_text(encoding="utf-8") if found else ""

@@ -223,7 +223,6 @@ def _mark(
 
 
 def _checkpoint(name: str, value: Any = True) -> None:
-
     run = journal.current()
     if run is not None:
         run.checkpoint(name, value)
@@ -312,5 +311,4 @@ def _prompt(
 
 
 def _runner(cfg: Config, folder: Path, project: str, limits: MemoryThresholds) -> MemoryRunner:
-
     return build(cfg, folder, project, limits)

@@ -238,7 +238,6 @@ class Followup:
 
     # -- after the turns ----------------------------------------------------------------------
     def _maybe_gap_analysis(self, case: Case, folder: Path) -> list[str]:
-
         every = self.limits.gap_analyzer_every_replies
         memory = memstate.load(folder)
         if memory.replies_since_gap < every:

@@ -176,7 +176,6 @@ def _entries(log: Path, since: datetime, summary: Summary) -> Iterator[dict[str,
 
 
 def _from_registry(summary: Summary, since: datetime) -> None:
-
     statuses: Counter[str] = Counter()
     for case in registry.list_cases():
         statuses[str(case.get("status") or "?")] += 1
@@ -187,7 +186,6 @@ def _from_registry(summary: Summary, since: datetime) -> None:
 
 
 def _from_state(summary: Summary) -> None:
-
     view = pause.view()
     summary.paused, summary.held_back = view.paused, view.held_back_total
     mrs = files.monitored_mrs().read().mrs

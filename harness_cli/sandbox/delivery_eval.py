@@ -31,7 +31,6 @@ REVIEWER = "alice"
 
 
 def _cli(*argv: str) -> int:
-
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         return run(list(argv))
 

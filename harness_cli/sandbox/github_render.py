@@ -238,7 +238,6 @@ def commit(item: Repo, head: BranchHead, urls: Urls) -> dict[str, Any]:
 
 
 def _utc(stamp: str) -> str:
-
     return iso(parse_iso(stamp)) or stamp
 
 

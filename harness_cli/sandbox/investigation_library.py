@@ -197,7 +197,6 @@ def _environment(values: dict[str, str | None]) -> Iterator[None]:
 
 
 def _cli(*argv: str) -> tuple[int, str]:
-
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = run(list(argv))

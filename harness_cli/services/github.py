@@ -374,7 +374,6 @@ class LiveGitHub:
         )
 
     def note(self, project: str, iid: int, body: str) -> None:
-
         gitlab_door.write(
             self,
             lambda text: self.raw_note(project, iid, text),
@@ -670,7 +669,6 @@ class LiveGitHub:
         return self._etags
 
     def _remember(self, key: str, tag: str, body: Any) -> None:
-
         store = self._etag_store()
         store.pop(key, None)
         store[key] = {"etag": tag, "body": body}
@@ -681,7 +679,6 @@ class LiveGitHub:
 
 
 def _etag_path() -> Any:
-
     return state_file("github-etags.json")
 
 

@@ -179,7 +179,6 @@ def _waiting(run: WaitingRun) -> AwaitingApproval:
 
 
 def _dm(run: WaitingRun) -> None:
-
     text = (
         f"{run.workflow} waits for your approval: {'; '.join(run.reasons)}. Reply "
         f"`admin: approve {run.run}` to check again and start it; unapproved it is cancelled "

@@ -94,7 +94,6 @@ def _busy(record: RunRecord) -> bool:
 
 
 def _redispatch(backend: BackendName, path: Path, record: RunRecord) -> str:
-
     old = None
     if record.payload:
         try:
@@ -136,7 +135,6 @@ def _again(record: RunRecord) -> str:
 
 
 def _abandon(cfg: Config, out: Outbound | None, path: Path, record: RunRecord) -> str:
-
     record.state = "abandoned"
     atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
     note = f"{record.workflow} died {record.resumes + 1} times mid-run"

@@ -150,7 +150,6 @@ def metered(inv: Invocation, *, sync: bool = True) -> Iterator[None]:
 
 
 def _project(case_id: str) -> str | None:
-
     try:
         return registry.load_case(case_id).project
     except HarnessError:
@@ -190,7 +189,6 @@ def add_spend(cost: dict[str, Any], workflow: str, spent: Tally) -> dict[str, An
 
 
 def _tell_budget(inv: Invocation, exc: BudgetExceeded) -> None:
-
     if dryrun.ACTIVE is not None:
         return
     try:

@@ -198,7 +198,6 @@ def _refuse_secrets(
 
 
 def _back_to_draft(wt: Worktree) -> list[str]:
-
     try:
         return back_to_draft(wiring.gitlab(), wt.project, wt.branch)
     except HarnessError as exc:  # the refusal and its DM stand; the MR is checked next cycle

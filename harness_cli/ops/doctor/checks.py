@@ -149,7 +149,6 @@ def scheduled() -> bool:
 
 
 def _installed_units() -> list[Path]:
-
     folder = cron.systemd_dir()
     return [folder / n for n in cron.unit_names() if (folder / n).is_file()]
 

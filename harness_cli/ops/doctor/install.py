@@ -41,7 +41,6 @@ class Environment:
 
 
 def environment() -> Environment:
-
     path = paths.env_file()
     try:
         found = {k: v for k, v in read_env_file(path).items() if v}
@@ -118,7 +117,6 @@ def runtime(cfg: Config) -> tuple[str, bool]:
 
 
 def claude_cli(cfg: Config) -> Check:
-
     name, chosen = runtime(cfg)
     if name != "claude-code":
         return Check("claude CLI", "ok", f"not used (runtime {name})")
@@ -192,7 +190,6 @@ def templates(cfg: Config) -> Check:
 
 
 def sops(cfg: Config) -> Check:
-
     root = sops_dir(cfg)
     own = [n for n in resources.PACKAGED_SOPS if (r := resources.sop(root, n)) and r.overridden]
     missing = [
@@ -228,7 +225,6 @@ def stray_config() -> list[Check]:
 
 
 def load() -> tuple[Config | None, Check]:
-
     try:
         cfg = load_config()
     except HarnessError as exc:

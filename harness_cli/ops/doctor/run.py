@@ -75,7 +75,6 @@ def _workspace() -> Check:
 
 
 def _state_files() -> list[Check]:
-
     out: list[Check] = []
     for handle in (
         files.task_thread_map(),

@@ -212,7 +212,6 @@ def github(cfg: Config | None, env: Environment) -> list[Check]:
 
 
 def _github_repo(client: Any, repo: str, who: str, fix: str, *, fine_grained: bool) -> Check:
-
     name = f"repo {repo}"
     try:
         found = client.project(repo)
