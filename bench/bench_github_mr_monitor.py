@@ -122,13 +122,13 @@ def comment(emu: object, number: int, body: str) -> None:
 def one_cycle(emu: object, *, until_done: bool = False) -> tuple[int, int, float]:
     """One cycle (``until_done``: cycles until one was not cut short by the cycle budget, for
     the set-up cycles that read every PR on this loaded machine; their figures add up)."""
-    from harness_cli import dispatch
+    from harness_cli import wiring
     from harness_cli.config import load_config
     from harness_cli.delivery.monitor.act import CycleReport, MonitorCtx
     from harness_cli.delivery.monitor.cycle import run_cycle
     from harness_cli.delivery.monitor.thresholds import thresholds_from
+    from harness_cli.dispatch.backends import choose_backend
     from harness_cli.sandbox.github_api import GitHubEmulator
-    from harness_cli.services import factory
     from harness_cli.services.github import GitHubSettings, LiveGitHub
 
     assert isinstance(emu, GitHubEmulator)
@@ -136,8 +136,8 @@ def one_cycle(emu: object, *, until_done: bool = False) -> tuple[int, int, float
     ctx = MonitorCtx(  # a fresh client per cycle, as each cron run builds its own
         cfg=cfg,
         gitlab=LiveGitHub(GitHubSettings(url=emu.api_url, token=TOKEN)),
-        out=factory.outbound(cfg, factory.lazy_slack()),
-        backend=dispatch.choose_backend("record"),
+        out=wiring.outbound(cfg, wiring.lazy_slack()),
+        backend=choose_backend("record"),
         thresholds=thresholds_from(cfg.harness),
     )
     before = len(emu.requests)

@@ -118,13 +118,13 @@ def run(emu: object, root: Path) -> None:
 
 
 def one_cycle(emu: object) -> tuple[int, int, float]:
-    from harness_cli import dispatch
+    from harness_cli import wiring
     from harness_cli.config import load_config
     from harness_cli.delivery.monitor.act import MonitorCtx
     from harness_cli.delivery.monitor.cycle import run_cycle
     from harness_cli.delivery.monitor.thresholds import thresholds_from
+    from harness_cli.dispatch.backends import choose_backend
     from harness_cli.sandbox.gitlab_api import GitLabEmulator
-    from harness_cli.services import factory
     from harness_cli.services.gitlab import GitLabSettings, LiveGitLab
 
     assert isinstance(emu, GitLabEmulator)
@@ -133,8 +133,8 @@ def one_cycle(emu: object) -> tuple[int, int, float]:
     ctx = MonitorCtx(
         cfg=cfg,
         gitlab=LiveGitLab(GitLabSettings(url=emu.url, token="glpat-bench")),
-        out=factory.outbound(cfg, factory.lazy_slack()),
-        backend=dispatch.choose_backend("record"),
+        out=wiring.outbound(cfg, wiring.lazy_slack()),
+        backend=choose_backend("record"),
         thresholds=thresholds_from(cfg.harness),
     )
     before = len(emu.requests)

@@ -48,13 +48,13 @@ def main() -> int:
             SLACK_API_URL=emu.url + "/api/",
             SLACK_USER_TOKEN="xoxp-0000000000-bench",
         )
+        from harness_cli import wiring
         from harness_cli.config import load_config
-        from harness_cli.obligations import flush, scope
-        from harness_cli.obligations.slack_door import Owed
-        from harness_cli.services import factory
+        from harness_cli.outbox import flush, scope
+        from harness_cli.outbox.slack_door import Owed
 
         cfg = load_config()
-        door = factory.outbound(cfg)
+        door = wiring.outbound(cfg)
         windows: list[tuple[float, float]] = []
         start = time.monotonic()
         stop = threading.Event()

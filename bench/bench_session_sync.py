@@ -22,9 +22,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from harness_cli.memory.sessions.model import HookInput, SessionEnv, SessionSyncSettings
-from harness_cli.memory.sessions.start import fetch_once
-from harness_cli.memory.sessions.sync import sync_prompt
+from harness_cli.memory.resume.model import HookInput, SessionEnv, SessionSyncSettings
+from harness_cli.memory.resume.start import fetch_once
+from harness_cli.memory.resume.sync import sync_prompt
 
 RUNS = int(os.environ.get("BENCH_RUNS", "15"))
 SESSION = "0b5c1a8e-3f0e-4d7a-9c52-6f1f2b8d4e11"

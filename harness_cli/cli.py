@@ -77,11 +77,6 @@ COMMANDS: dict[str, Entry] = {
     "init": Entry("init", "Create HARNESS_HOME, the workspace repo and a starter config."),
 }
 
-# Workflows are what dispatch() starts; each accepts --payload FILE and runs under a
-# per-(workflow, case) lock.
-WORKFLOWS = frozenset({"investigate", "review", "followup", "dev-agent", "consolidate", "finalize"})
-
-
 # The subcommands that write outward take --dry-run here, at the edge, all the same way
 # (harness_cli.dryrun); kb-update, gap-patterns, case migrate and case accept-checks have
 # their own (OWN_DRY_RUN).
@@ -206,6 +201,10 @@ def _generic_dry_run(name: str, args: list[str]) -> bool:
 
 
 def _run_command(name: str, args: list[str]) -> int:
+    # the edge's builders (config, the doors): deferred so `harness --help` imports none of them
+    from harness_cli import wiring
+
+    wiring.install(run)
     entry = COMMANDS[name]
     if _generic_dry_run(name, args):
         args.remove("--dry-run")
@@ -318,10 +317,9 @@ def load_env_file() -> None:
     import os
 
     from harness_cli import paths
-    from harness_cli.ops.setup import read_env_file
 
     try:
-        found = read_env_file(paths.env_file())
+        found = paths.read_env_file(paths.env_file())
     except (OSError, UnicodeDecodeError):
         return
     for key, value in found.items():

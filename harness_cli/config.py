@@ -28,17 +28,17 @@ from harness_cli import paths
 from harness_cli.agents.mcp_contracts import McpSettings
 from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.bounds import InputBounds
-from harness_cli.ci_dispatch_settings import CiDispatchSettings
 from harness_cli.cost.prices import CostSettings
 from harness_cli.delivery.monitor.thresholds import MonitorThresholds
 from harness_cli.delivery.thresholds import DeliveryThresholds
+from harness_cli.dispatch.settings import CiDispatchSettings
 from harness_cli.errors import ConfigError
 from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.intake.thresholds import IntakeRate
 from harness_cli.investigation.thresholds import InvestigationThresholds
 from harness_cli.loop.outage_thresholds import OutageThresholds
 from harness_cli.memory.thresholds import MemoryThresholds
-from harness_cli.obligations.thresholds import ObligationThresholds
+from harness_cli.outbox.thresholds import ObligationThresholds
 from harness_cli.sessions.policy import SessionsPolicy
 
 M = TypeVar("M", bound=BaseModel)

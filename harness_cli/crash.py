@@ -8,7 +8,7 @@ import sys
 import traceback
 from importlib import metadata
 
-from harness_cli import clock, paths
+from harness_cli import __version__, clock, paths
 from harness_cli.errors import EXIT_FAILED
 from harness_cli.logs import redact
 
@@ -21,8 +21,6 @@ def _version(dist: str) -> str:
 
 
 def report(exc: BaseException, *, argv: list[str], verbose: bool) -> int:
-    from harness_cli import __version__
-
     lines = [
         "### harness crash",
         f"when: {clock.stamp()}",

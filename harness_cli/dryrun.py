@@ -14,6 +14,7 @@ The real ``$HARNESS_HOME`` and workspace are never written; the copies are delet
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness_cli import paths
 
 SKIP_HOME = ("logs", "payloads", "locks", "workspace")
 _ENV = (
@@ -62,7 +65,6 @@ ACTIVE: Plan | None = None
 def shadow() -> Iterator[Plan]:
     """Run the body against copies of HARNESS_HOME and the workspace; yield what it would send."""
     global ACTIVE
-    from harness_cli import paths
 
     plan = Plan()
     root = Path(tempfile.mkdtemp(prefix="harness-dry-run-"))
@@ -136,8 +138,6 @@ def _copy_workspace(real: Path, ws: Path, sink: Path) -> None:
 
 
 def _collect(plan: Plan, home: Path, sink: Path) -> None:
-    import json
-
     for payload in sorted((home / "payloads").glob("*.json")):
         try:
             data = json.loads(payload.read_text(encoding="utf-8"))

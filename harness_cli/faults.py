@@ -51,7 +51,7 @@ POINTS: dict[str, str] = {
 }
 """Every crash point, with the durable step it follows. Workflow runs add, per workflow,
 ``run.<workflow>.started`` (the run recorded in its journal) and ``run.<workflow>.<checkpoint>``
-(a durable checkpoint passed: :mod:`harness_cli.obligations.journal`)."""
+(a durable checkpoint passed: :mod:`harness_cli.dispatch.journal`)."""
 
 _armed: dict[str, int] | None = None
 _hits: dict[str, int] = {}

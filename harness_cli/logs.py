@@ -20,6 +20,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from harness_cli import paths
 from harness_cli.redaction import REDACTED, redact, redact_value
 
 __all__ = [
@@ -119,7 +120,6 @@ def _not_for_console(record: logging.LogRecord) -> bool:
 
 def setup_cli_logging(*, verbose: bool = False) -> None:
     """Install handlers once per process (the inline dispatcher re-enters the CLI)."""
-    from harness_cli import paths
 
     root = logging.getLogger(ROOT)
     for handler in list(root.handlers):

@@ -3,6 +3,7 @@ created here (callers create what they write)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -49,7 +50,6 @@ def _warn_local_config(local: Path) -> None:
     if local in _warned_local:
         return
     _warned_local.add(local)
-    import logging
 
     logging.getLogger("harness.config").warning(
         "using %s from the current directory: %s does not exist; `harness init` writes the "
@@ -113,3 +113,20 @@ def payloads_dir() -> Path:
 
 def state_file(name: str) -> Path:
     return home() / name
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """``KEY=value`` lines as the wrapper's ``set -a; . file`` and systemd read them: comments
+    and blank lines skipped, one level of double or single quotes removed."""
+    values: dict[str, str] = {}
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        key = key.strip().removeprefix("export ").strip()
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        values[key] = value
+    return values

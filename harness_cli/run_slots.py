@@ -15,7 +15,7 @@
 Only a run with a queue entry is capped: an operator's own ``harness investigate CASE`` is
 not, nor ``inline``, ``record`` and ``gitlab-ci`` dispatch (that one has its own cap). A
 launched run whose process never claimed its slot within :data:`LAUNCH_GRACE_S` leaves the
-queue; the rule for runs that never began (:mod:`harness_cli.obligations.unbegun`) takes it
+queue; the rule for runs that never began (:mod:`harness_cli.workflows.unbegun`) takes it
 from there, as for any other dispatch.
 """
 
@@ -34,6 +34,7 @@ from typing import IO
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
+from harness_cli.config import load_config
 from harness_cli.errors import ConfigError, LockHeld
 from harness_cli.logs import event
 from harness_cli.state.store import JsonFile
@@ -76,7 +77,6 @@ def queue_file() -> JsonFile[RunQueue]:
 def cap() -> int:
     """harness.yaml ``max_running_workflows`` (its default when the config cannot be read:
     the run that reads it next says what is wrong)."""
-    from harness_cli.config import load_config  # config imports the whole settings tree
 
     try:
         return load_config().harness.max_running_workflows

@@ -16,6 +16,15 @@ REPO = Path(__file__).resolve().parents[1]
 REAL_HARNESS_HOME = Path.home() / ".harness"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def wired() -> None:
+    """Tests drive core code the way the edge does: the inline dispatch backend is handed the
+    CLI's in-process ``run`` (harness_cli.wiring.install), as ``harness`` does before a command."""
+    from harness_cli import cli, wiring
+
+    wiring.install(cli.run)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     existed = REAL_HARNESS_HOME.exists()

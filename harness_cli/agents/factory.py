@@ -7,11 +7,15 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness_cli import dryrun, paths
+from harness_cli.agents.claude_code import ClaudeCodeRuntime
 from harness_cli.agents.mcp_contracts import McpSettings
 from harness_cli.agents.runtime import Runtime
 from harness_cli.agents.sandbox import SandboxSettings
 from harness_cli.bounds import InputBounds
+from harness_cli.cost.metered import MeteredRuntime
 from harness_cli.errors import ConfigError
+from harness_cli.services.claude_cli import find_claude
 
 if TYPE_CHECKING:
     from harness_cli.config import Config
@@ -28,7 +32,6 @@ def runtime_name(configured: str | None = None) -> str:
     chosen = os.environ.get("HARNESS_RUNTIME") or configured
     if chosen:
         return chosen
-    from harness_cli.services.claude_cli import find_claude
 
     if find_claude() is not None:
         return "claude-code"
@@ -56,14 +59,11 @@ def build_runtime(
     ``sandbox``: harness.yaml's ``sandbox:`` (default: required); ``inputs``: its ``inputs:``
     bounds (the size of one tool result in the next request); ``worktrees``: the
     configured worktrees' folder, outside every run."""
-    from harness_cli import dryrun
 
     if dryrun.ACTIVE is not None:  # --dry-run: the first model call ends the run
         return dryrun.StoppingRuntime()
     chosen = name or runtime_name()
     if chosen == "claude-code":
-        from harness_cli.agents.claude_code import ClaudeCodeRuntime
-
         return ClaudeCodeRuntime(
             model=model, sandbox_settings=sandbox, worktrees=worktrees, mcp_settings=mcp
         )
@@ -92,7 +92,6 @@ def credentials_problem(cfg: Config) -> ConfigError | None:
     """What keeps the configured runtime from reaching the model, if anything: no
     ``ANTHROPIC_API_KEY``/``ANTHROPIC_AUTH_TOKEN`` (the claude CLI may use its own login,
     ``claude /login``, instead). A dry run stops before the first model call: nothing."""
-    from harness_cli import dryrun
 
     if dryrun.ACTIVE is not None or any(os.environ.get(k) for k in CREDENTIALS):
         return None
@@ -101,7 +100,6 @@ def credentials_problem(cfg: Config) -> ConfigError | None:
         folder = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~/.claude")
         if os.path.exists(os.path.join(folder, ".credentials.json")):
             return None
-    from harness_cli import paths
 
     return ConfigError(
         f"ANTHROPIC_API_KEY is not set: the {chosen} runtime cannot reach the model, so nothing "
@@ -122,7 +120,6 @@ def configured_runtime(cfg: Config) -> Runtime:
     """The runtime harness.yaml asks for (``HARNESS_RUNTIME`` still wins), with its model, its
     sandbox and its input bounds, metered (cost.metered): the one way a workflow builds its
     runtime."""
-    from harness_cli.cost.metered import MeteredRuntime
 
     inner = build_runtime(
         runtime_name(cfg.harness.runtime),

@@ -23,6 +23,7 @@ from typing import Any
 from harness_cli import paths
 from harness_cli.agents import guard, lifetime
 from harness_cli.logs import event
+from harness_cli.state.dedup import is_alive, me
 from harness_cli.state.store import atomic_write_bytes, atomic_write_text
 
 log = logging.getLogger("harness.agents.guard")
@@ -34,7 +35,6 @@ def root() -> Path:
 
 def keep(snap: guard.Snapshot) -> Path:
     """Write ``snap`` to disk; returns its manifest."""
-    from harness_cli.state.dedup import me
 
     blobs = root() / "blobs"
     manifest: dict[str, Any] = {
@@ -65,7 +65,6 @@ def discard(path: Path) -> None:
 
 def repair(case_id: str = "") -> list[str]:
     """Revert from every snapshot whose run is dead; returns what was put back."""
-    from harness_cli.state.dedup import is_alive
 
     reverted: list[str] = []
     try:

@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from harness_cli.agents import lifetime
-from harness_cli.agents.mcp_contracts import McpSettings, ToolPolicy, effect_of
+from harness_cli.agents.mcp_contracts import McpSettings, ToolPolicy, effect_of, offered_to
 from harness_cli.agents.tools import ToolContract, ToolFailure
+from harness_cli.config import McpConfig, load_json_model
 from harness_cli.logs import event
 from harness_cli.ops.mcp_probe import ProbeConfigError, describe, expand, http_headers, transport
 
@@ -476,7 +477,6 @@ def load_servers(path: Path | None) -> dict[str, McpServer]:
     """The ``mcpServers`` of ``path`` (agent-config/mcp.json); none for no path."""
     if path is None:
         return {}
-    from harness_cli.config import McpConfig, load_json_model
 
     return dict(load_json_model(path, McpConfig).mcpServers)
 
@@ -486,7 +486,6 @@ def contracts(
 ) -> tuple[dict[str, ToolContract], list[str]]:
     """The tools ``role_name`` is offered (as the tool loop's contracts) and the names it is
     not (withheld by its contract: a write for a read-only role, a Slack write tool)."""
-    from harness_cli.agents.mcp_contracts import offered_to
 
     offered: dict[str, ToolContract] = {}
     withheld: list[str] = []

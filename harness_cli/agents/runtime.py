@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from harness_cli.cost.prices import price_usd
 from harness_cli.redaction import redact
 
 Stop = Literal["end_turn", "max_turns", "timeout", "error"]
@@ -176,7 +177,6 @@ class Runtime(Protocol):
 def cost_usd(model: str, usage: Usage) -> float:
     """What ``usage`` costs on ``model`` by the default price table (``cost.prices``; the
     meter prices every recorded call with harness.yaml's own table)."""
-    from harness_cli.cost.prices import price_usd
 
     return price_usd(
         model,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli.eval import live as live_mode
-from harness_cli.eval import runner
+from harness_cli.eval import live_run, runner
 from harness_cli.output import emit
 from harness_cli.result import Result
 
@@ -39,7 +39,7 @@ def run(
                             config_root=config_root)  # fmt: skip
         _planned(names, runtime, [s.case for s in specs], [], None, live=False)
         return None
-    p = live_mode.plan(names, runs=runs, runtime=runtime, config_root=config_root)
+    p = live_run.plan(names, runs=runs, runtime=runtime, config_root=config_root)
     if not p.specs:
         raise InputError(f"no case of {', '.join(names)} runs on the {runtime} runtime",
                          hint="pick the other --runtime or other cases")  # fmt: skip
@@ -52,7 +52,7 @@ def run(
     sys.stderr.write(p.estimate.line() + "\n")
     if p.left_out:
         sys.stderr.write(_left_out(p.left_out) + "\n")
-    return live_mode.run(p, runs=runs, runtime=runtime, names=names, max_usd=max_usd,
+    return live_run.run(p, runs=runs, runtime=runtime, names=names, max_usd=max_usd,
                          jobs=jobs or None, timeout_s=timeout, progress=progress)  # fmt: skip
 
 
@@ -66,7 +66,7 @@ def _planned(
     runtime: str,
     trials: list[str],
     left_out: list[str],
-    p: live_mode.Plan | None,
+    p: live_run.Plan | None,
     *,
     live: bool,
     max_usd: float | None = None,

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from harness_cli import progress
 from harness_cli.output import OPTIONS
 
 TICK_S = 1.0
@@ -70,8 +71,6 @@ def live(title: str, *, max_iterations: int | None = None) -> Iterator[None]:
         return
     from rich.console import Console
     from rich.markup import escape
-
-    from harness_cli import progress
 
     state = _State(title, max_iterations)
     console = Console(stderr=True, highlight=False)

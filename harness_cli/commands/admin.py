@@ -5,6 +5,9 @@ from __future__ import annotations
 import typer
 
 from harness_cli.commands import new_app
+from harness_cli.intake.admin import execute
+from harness_cli.intake.admin_parser import AdminUsage, parse_admin
+from harness_cli.intake.build import local_context
 from harness_cli.output import emit
 from harness_cli.result import Result
 
@@ -14,9 +17,6 @@ app = new_app('Run one admin command line, e.g. harness admin "oncall status".')
 @app.command()
 def admin(text: str = typer.Argument(..., help='The command, e.g. "oncall pause 2h".')) -> None:
     """Run one admin command; the reply is printed instead of posted."""
-    from harness_cli.intake.admin import execute
-    from harness_cli.intake.admin_parser import AdminUsage, parse_admin
-    from harness_cli.intake.build import local_context
 
     try:
         command = parse_admin(text)

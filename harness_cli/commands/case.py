@@ -10,8 +10,19 @@ import typer
 
 from harness_cli import paths
 from harness_cli.commands import new_app
+from harness_cli.config import all_jira_prefixes, extract_jira_key, load_config
+from harness_cli.delivery.reopen import accept_checks as accept
+from harness_cli.delivery.reopen import reopen_case
+from harness_cli.errors import InputError
+from harness_cli.improvement.retrospective import write_retrospective
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.state import files
+from harness_cli.workspace import registry
+from harness_cli.workspace.case import CaseStatus, derive_case_id
+from harness_cli.workspace.migrate import migrate_workspace
+from harness_cli.workspace.registry import case_dir, list_cases, load_case, update_case
+from harness_cli.workspace.registry import register_thread as link
 
 app = new_app("The case registry.", no_args_is_help=True)
 
@@ -32,10 +43,6 @@ def new(
     kind: str = typer.Option("oncall", "--kind", help="oncall (investigation) or task."),
 ) -> None:
     """Open a case by hand, e.g. from a Jira ticket."""
-    from harness_cli.config import all_jira_prefixes, extract_jira_key, load_config
-    from harness_cli.errors import InputError
-    from harness_cli.workspace import registry
-    from harness_cli.workspace.case import derive_case_id
 
     cfg = load_config()
     if project not in cfg.projects.projects:
@@ -80,10 +87,6 @@ def list_(
     """List cases, newest first."""
     from typing import get_args
 
-    from harness_cli.errors import InputError
-    from harness_cli.workspace.case import CaseStatus
-    from harness_cli.workspace.registry import list_cases
-
     statuses = get_args(CaseStatus)
     if status is not None and status not in statuses:
         raise InputError(
@@ -105,8 +108,6 @@ def list_(
 @app.command("show")
 def show(case_id: str = typer.Argument(..., help="The case id.")) -> None:
     """Show one case: its record, files and threads."""
-    from harness_cli.state import files
-    from harness_cli.workspace.registry import case_dir, load_case
 
     case = load_case(case_id)
     folder = case_dir(case_id)
@@ -138,8 +139,6 @@ def register_thread(
     thread_ts: str = typer.Option(..., "--thread-ts", help="ts of the thread's parent message."),
 ) -> None:
     """Link a Slack thread to a case by hand."""
-    from harness_cli.workspace.registry import load_case
-    from harness_cli.workspace.registry import register_thread as link
 
     case = load_case(case_id)
     result = Result(
@@ -159,9 +158,6 @@ def close(
     reason: str = typer.Option("", "--reason", help="Why, for the case history."),
 ) -> None:
     """Mark a case finished: its threads stop being polled."""
-    from harness_cli.config import load_config
-    from harness_cli.state import files
-    from harness_cli.workspace.registry import update_case
 
     cfg = load_config()
     # Closing stops its threads' polling (registry.update_case, for every close path).
@@ -174,8 +170,6 @@ def close(
         if entry.closed
     )
     if moved:
-        from harness_cli.improvement.retrospective import write_retrospective
-
         write_retrospective(cfg, case_id, reason="case close")
     result = Result("case close", data={"case_id": case_id, "threads_closed": closed_threads})
     if moved:
@@ -189,8 +183,6 @@ def close(
 def reopen(case_id: str = typer.Argument(..., help="The case id.")) -> None:
     """Put a failed, escalated, stuck or closed case back for approval (`admin: task` then
     runs the dev-agent again), or back to mr_open when its MR is still open."""
-    from harness_cli.config import load_config
-    from harness_cli.delivery.reopen import reopen_case
 
     done = reopen_case(load_config(), case_id)
     result = Result("case reopen", data={"case_id": case_id, "status": done.status})
@@ -207,8 +199,6 @@ def accept_checks(
 ) -> None:
     """Accept the change to the required checks in the case's newest acceptance run (the MR
     stays a draft without it); the checks run again and the MR follows their result."""
-    from harness_cli.config import load_config
-    from harness_cli.delivery.reopen import accept_checks as accept
 
     changed, message = accept(load_config(), case_id, dry_run=dry_run)
     result = Result("case accept-checks", data={"case_id": case_id})
@@ -222,7 +212,6 @@ def migrate(
     dry_run: bool = typer.Option(False, "--dry-run", help="Report what would change."),
 ) -> None:
     """Move the workspace root and rewrite the absolute case paths in the thread maps."""
-    from harness_cli.workspace.migrate import migrate_workspace
 
     done = migrate_workspace(paths.workspace(), to, dry_run=dry_run)
     result = Result(

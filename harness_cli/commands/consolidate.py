@@ -7,9 +7,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from harness_cli import wiring
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.errors import EXIT_FAILED, EXIT_REFUSED, InputError
+from harness_cli.memory.consolidate import consolidate_case
+from harness_cli.memory.consolidate_due import consolidate_due
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.workflows import runner
 
 if TYPE_CHECKING:
     from harness_cli.memory.consolidate import Consolidation
@@ -26,24 +32,17 @@ def consolidate(
     no_post: bool = typer.Option(False, "--no-post", help="Do not tell the operator on Slack."),
 ) -> None:
     """Fold the unconsolidated followup transcripts into TASK.md (UPDATE, not REWRITE)."""
-    from harness_cli.config import load_config
-    from harness_cli.errors import EXIT_FAILED, EXIT_REFUSED, InputError
-    from harness_cli.services import factory
 
     cfg = load_config()
-    out = None if no_post else factory.outbound(cfg, factory.lazy_slack())
+    out = None if no_post else wiring.outbound(cfg, wiring.lazy_slack())
     if due:
         if case or payload or force:
             raise InputError("--due walks every open case: give no CASE, --payload or --force")
-        from harness_cli.commands import _workflow
-        from harness_cli.memory.consolidate_due import consolidate_due
 
         walk = consolidate_due(
             cfg,
             out=out,
-            enter=lambda case_id: _workflow.running(
-                _workflow.Invocation("consolidate", case_id, None)
-            ),
+            enter=lambda case_id: runner.running(runner.Invocation("consolidate", case_id, None)),
         )
         result = Result("consolidate", data=walk.to_json())
         for done in walk.done:
@@ -58,12 +57,9 @@ def consolidate(
         emit(result)
         return
 
-    from harness_cli.commands import _workflow
-    from harness_cli.memory.consolidate import consolidate_case
-
-    inv = _workflow.resolve("consolidate", case, payload)
+    inv = runner.resolve("consolidate", case, payload)
     kind = inv.payload.trigger.kind if inv.payload else None
-    with _workflow.running(inv):
+    with runner.running(inv):
         done = consolidate_case(inv.case_id, cfg=cfg, force=force, trigger_kind=kind, out=out)
     result = Result("consolidate", data=done.to_json())
     _report(result, done)

@@ -8,7 +8,11 @@ from datetime import datetime
 
 import typer
 
+from harness_cli import clock
 from harness_cli.commands import new_app
+from harness_cli.cost.meter import GROUPS, totals
+from harness_cli.errors import HarnessError, InputError
+from harness_cli.intake.admin_parser import AdminUsage, parse_duration
 from harness_cli.output import emit
 from harness_cli.result import Result
 
@@ -35,8 +39,6 @@ def cost(
     ),
 ) -> None:
     """Sum every recorded model call: tokens (input, output, cache write, cache read) and $."""
-    from harness_cli.cost.meter import GROUPS, totals
-    from harness_cli.errors import InputError
 
     wanted = [g.strip() for g in by.split(",") if g.strip()]
     bad = [g for g in wanted if g not in GROUPS]
@@ -62,10 +64,6 @@ def cost(
 
 
 def _since(text: str) -> datetime:
-    from harness_cli import clock
-    from harness_cli.errors import HarnessError, InputError
-    from harness_cli.intake.admin_parser import AdminUsage, parse_duration
-
     try:
         return clock.now() - parse_duration(text)
     except AdminUsage:

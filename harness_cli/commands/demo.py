@@ -9,8 +9,10 @@ from typing import Any
 import typer
 
 from harness_cli.commands import new_app
+from harness_cli.errors import InputError
 from harness_cli.output import OPTIONS, emit
 from harness_cli.result import Result
+from harness_cli.sandbox.demo import StepResult, run_demo
 
 app = new_app("One whole ticket on the sandbox, offline.")
 
@@ -59,9 +61,6 @@ def demo(
     (with --live, on the real model: it costs what the estimate says, roughly)."""
     from rich.console import Console
     from rich.markup import escape
-
-    from harness_cli.errors import InputError
-    from harness_cli.sandbox.demo import StepResult, run_demo
 
     if forge not in ("gitlab", "github"):
         raise InputError(f"--forge {forge!r} is not a forge", hint="use gitlab or github")

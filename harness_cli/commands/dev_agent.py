@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import typer
 
-from harness_cli.commands import new_app
+from harness_cli.commands import _progress, new_app
+from harness_cli.delivery.run import run_dev_agent
+from harness_cli.errors import InputError
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.sessions.lifecycle import finish
+from harness_cli.workflows import runner
 
 app = new_app("Hands-on code work in the case's worktree; push; open/update the MR.")
 
@@ -21,11 +25,8 @@ def dev_agent(
     no_post: bool = typer.Option(False, "--no-post", help="Do not post to Slack."),
 ) -> None:
     """Run one dev-agent mode on a case."""
-    from harness_cli.commands import _progress, _workflow
-    from harness_cli.delivery.run import run_dev_agent
-    from harness_cli.errors import InputError
 
-    inv = _workflow.resolve("dev-agent", case, payload)
+    inv = runner.resolve("dev-agent", case, payload)
     args = dict(inv.payload.args) if inv.payload else {}
     if inv.payload is not None and inv.payload.repo:
         args["repo"] = inv.payload.repo
@@ -34,10 +35,9 @@ def dev_agent(
         raise InputError("dev-agent needs --mode task|address_review|fix_ci")
     if auto:
         args["auto"] = True
-    from harness_cli.sessions.lifecycle import finish
 
     inv.args = {**args, "mode": chosen}
-    with _workflow.running(inv), _progress.live(f"dev-agent {inv.case_id} ({chosen})"):
+    with runner.running(inv), _progress.live(f"dev-agent {inv.case_id} ({chosen})"):
         outcome = run_dev_agent(inv.case_id, chosen, args, post=not no_post)
         failed = chosen == "task" and outcome.get("state") == "failed"
         # the harness's own facts only: the run's message quotes third-party text

@@ -9,8 +9,9 @@ from __future__ import annotations
 import typer
 
 from harness_cli.commands import new_app
-from harness_cli.doctor import Check, run_checks
-from harness_cli.output import emit
+from harness_cli.ops.doctor.check import Check
+from harness_cli.ops.doctor.run import run_checks
+from harness_cli.output import OPTIONS, emit
 from harness_cli.result import Result
 
 app = new_app("Check config, tokens, services and the machine.")
@@ -27,8 +28,6 @@ def doctor(
 ) -> None:
     """Check config, tokens, reachability of each service, and the machine (git, claude CLI)."""
     import shutil
-
-    from harness_cli.output import OPTIONS
 
     checks = run_checks(offline=offline)
     result = Result("doctor", data=[c.__dict__ for c in checks])

@@ -12,6 +12,11 @@ from typing import Any
 import typer
 
 from harness_cli.commands import new_app
+from harness_cli.components import COMPONENTS
+from harness_cli.errors import InputError
+from harness_cli.eval import gate, report, runner
+from harness_cli.eval.before_after import overlaid
+from harness_cli.eval.export import export_case
 from harness_cli.output import emit
 from harness_cli.result import Result
 
@@ -107,7 +112,6 @@ def evaluate(
 ) -> None:
     """Each trial runs the real subcommands (init, case new, investigate, review; or the
     delivery flow) in a fresh HARNESS_HOME. Every trial started is counted."""
-    from harness_cli.components import COMPONENTS
 
     if list_components:
         result = Result("eval", data={n: c.description for n, c in COMPONENTS.items()})
@@ -115,8 +119,6 @@ def evaluate(
         result.rows = [[c.name, ",".join(c.suites), c.description] for c in COMPONENTS.values()]
         emit(result)
         return
-    from harness_cli.errors import InputError
-    from harness_cli.eval import report
 
     if runtime not in ("anthropic", "claude-code"):
         raise InputError(f"--runtime {runtime!r}", hint="use anthropic or claude-code")
@@ -130,7 +132,6 @@ def evaluate(
         from harness_cli.eval.live import TIMEOUT_S
 
         timeout = TIMEOUT_S if live else 300.0
-    from harness_cli.eval import gate
 
     floor = gate.read(baseline) if baseline is not None else None
     if floor is not None:  # the same suites and trials as the baseline, unless told otherwise
@@ -139,8 +140,6 @@ def evaluate(
     runs = runs or 3
     with contextlib.ExitStack() as stack:
         if overlay is not None:
-            from harness_cli.eval.before_after import overlaid
-
             config_root = stack.enter_context(overlaid(overlay))
         if live or dry_run:
             from harness_cli.commands import _eval_live
@@ -221,8 +220,6 @@ def _evaluate(
     config_root: Path | None,
     exhaustive: bool = False,
 ) -> Any:
-    from harness_cli.errors import InputError
-    from harness_cli.eval import runner
 
     try:
         return runner.evaluate(
@@ -250,8 +247,6 @@ def export(
     """Its ticket, the model's recorded answers per iteration and role, and its outcome as
     what the grader expects: replay it after a change to prompts, SOPs or gates."""
     import yaml
-
-    from harness_cli.eval.export import export_case
 
     data = export_case(case)
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)

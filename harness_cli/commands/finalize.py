@@ -8,9 +8,16 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from harness_cli import wiring
+from harness_cli.agents.factory import configured_runtime
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.errors import EXIT_REFUSED, InputError
+from harness_cli.improvement.finalize import Services, finalize_case, finalize_due
+from harness_cli.improvement.thresholds import thresholds_from
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.workflows import runner
 
 if TYPE_CHECKING:
     from harness_cli.config import Config
@@ -27,11 +34,6 @@ def finalize(
     no_post: bool = typer.Option(False, "--no-post", help="Do not DM the operator."),
 ) -> None:
     """Finalize one case, or every due one; a finalized case is skipped (and says so)."""
-    from harness_cli.commands import _workflow
-    from harness_cli.config import load_config
-    from harness_cli.errors import InputError
-    from harness_cli.improvement.finalize import finalize_case, finalize_due
-    from harness_cli.improvement.thresholds import thresholds_from
 
     cfg = load_config()
     th = thresholds_from(cfg.harness)
@@ -44,13 +46,11 @@ def finalize(
             services,
             th,
             notify=not no_post,
-            enter=lambda case_id: _workflow.running(
-                _workflow.Invocation("finalize", case_id, None)
-            ),
+            enter=lambda case_id: runner.running(runner.Invocation("finalize", case_id, None)),
         )
     else:
-        inv = _workflow.resolve("finalize", case, payload)
-        with _workflow.running(inv):
+        inv = runner.resolve("finalize", case, payload)
+        with runner.running(inv):
             outcome = finalize_case(
                 cfg, inv.case_id, services, th, notify=not no_post, tell_skip=payload is not None
             )
@@ -59,20 +59,14 @@ def finalize(
 
 
 def _services(cfg: Config) -> Services:
-    from harness_cli.agents.factory import configured_runtime
-    from harness_cli.improvement.finalize import Services
-    from harness_cli.services import factory
-
     return Services(
-        make_gitlab=factory.gitlab,
-        make_outbound=lambda: factory.outbound(cfg, factory.lazy_slack()),
+        make_gitlab=wiring.gitlab,
+        make_outbound=lambda: wiring.outbound(cfg, wiring.lazy_slack()),
         make_runtime=lambda: configured_runtime(cfg),
     )
 
 
 def _result(outcomes: list[FinalizeOutcome], *, due: bool) -> Result:
-    from harness_cli.errors import EXIT_REFUSED
-
     result = Result("finalize", data={"cases": [o.to_json() for o in outcomes]})
     for o in outcomes:
         line = f"{o.case_id}: {o.message}"

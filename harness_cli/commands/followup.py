@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import typer
 
+from harness_cli import wiring
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.memory.followup import Followup
+from harness_cli.memory.replies import Thread
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.workflows import runner
 
 app = new_app("Answer the operator's newest replies in a case thread.")
 
@@ -20,13 +25,8 @@ def followup(
 ) -> None:
     """Answer the replies past the case's watermark (the payload's thread, else the case
     thread in the operator's self-DM)."""
-    from harness_cli.commands import _workflow
-    from harness_cli.config import load_config
-    from harness_cli.memory.followup import Followup
-    from harness_cli.memory.replies import Thread
-    from harness_cli.services import factory
 
-    inv = _workflow.resolve("followup", case, payload)
+    inv = runner.resolve("followup", case, payload)
     cfg = load_config()
     thread, kind, ts = None, "manual", None
     if inv.payload is not None:
@@ -34,9 +34,9 @@ def followup(
         if inv.payload.channel and inv.payload.thread_ts:
             dm = cfg.harness.operator.self_dm_channel
             thread = Thread(inv.payload.channel, inv.payload.thread_ts, inv.payload.channel == dm)
-    with _workflow.running(inv):
-        slack = factory.slack()
-        out = None if no_post else factory.outbound(cfg, slack)
+    with runner.running(inv):
+        slack = wiring.slack()
+        out = None if no_post else wiring.outbound(cfg, slack)
         run = Followup(cfg, slack, out).run(
             inv.case_id, thread=thread, trigger_kind=kind, trigger_ts=ts
         )

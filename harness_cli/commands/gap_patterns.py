@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import typer
 
+from harness_cli import wiring
 from harness_cli.commands import new_app
+from harness_cli.config import Config, load_config
+from harness_cli.errors import HarnessError
+from harness_cli.improvement import gap_patterns as gp
+from harness_cli.improvement.gap_patterns import render_markdown, report_path, run_gap_patterns
+from harness_cli.improvement.thresholds import thresholds_from
+from harness_cli.outbox import notify
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.state.locks import hold
 
 app = new_app("Cluster gap reports across cases into recurring failure modes.")
 
@@ -23,11 +31,6 @@ def gap_patterns(
     ),
 ) -> None:
     """Cluster every case's gap reports (TF-IDF + agglomerative) and rank the clusters."""
-    from harness_cli.config import load_config
-    from harness_cli.improvement import gap_patterns as gp
-    from harness_cli.improvement.gap_patterns import render_markdown, report_path, run_gap_patterns
-    from harness_cli.improvement.thresholds import thresholds_from
-    from harness_cli.state.locks import hold
 
     cfg = load_config()
     th = thresholds_from(cfg.harness)
@@ -52,14 +55,10 @@ def gap_patterns(
 
 def _tell(cfg: object, text: str, result: Result) -> None:
     """The summary DM; Slack being unreachable does not fail the clustering (it is on disk)."""
-    from harness_cli.config import Config
-    from harness_cli.errors import HarnessError
-    from harness_cli.ops import notify
-    from harness_cli.services import factory
 
     assert isinstance(cfg, Config)
     try:
-        notify.dm(factory.outbound(cfg), cfg, "gap_patterns", text)
+        notify.dm(wiring.outbound(cfg), cfg, "gap_patterns", text)
         result.changed.append("told the operator what is new (self-DM)")
     except HarnessError as exc:
         result.messages.append(f"the summary DM was not sent: {exc.line()}")

@@ -25,9 +25,15 @@ from pathlib import Path
 
 import typer
 
+from harness_cli import paths
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
 from harness_cli.errors import InputError
+from harness_cli.investigation.gates import evaluate
+from harness_cli.investigation.review import parse_review
 from harness_cli.investigation.thresholds import InvestigationThresholds
+from harness_cli.loop.report import CompletionReport, extract_report
+from harness_cli.loop.verdict import Verdict
 from harness_cli.output import OPTIONS
 
 app = new_app("Evaluate the quality gates on a completion report.")
@@ -52,10 +58,6 @@ def gates(
     ),
 ) -> None:
     """Evaluate the quality gates on a completion report and print the verdict."""
-    from harness_cli.investigation.gates import evaluate
-    from harness_cli.investigation.review import parse_review
-    from harness_cli.loop.report import CompletionReport, extract_report
-    from harness_cli.loop.verdict import Verdict
 
     def load_report(path: Path) -> tuple[CompletionReport, str, tuple[str, ...]]:
         found = extract_report(_read(path))
@@ -123,8 +125,6 @@ def gates(
 def _thresholds() -> InvestigationThresholds:
     """harness.yaml's ``investigation:`` numbers when a config is there; the reference's
     otherwise (checking a report by hand needs no config)."""
-    from harness_cli import paths
-    from harness_cli.config import load_config
 
     if not (paths.config_dir() / "harness.yaml").exists():
         return InvestigationThresholds()

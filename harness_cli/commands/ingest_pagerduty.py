@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import typer
 
+from harness_cli import wiring
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.errors import InputError
+from harness_cli.intake.pagerduty import workflow as pagerduty
 from harness_cli.output import emit
 
 app = new_app("Ingest a PagerDuty webhook v3 payload (FILE or -).")
@@ -19,11 +23,6 @@ def ingest_pagerduty(
     With PAGERDUTY_TOKEN set, incidents are also looked up for their description and details."""
     import sys
     from pathlib import Path
-
-    from harness_cli.config import load_config
-    from harness_cli.errors import InputError
-    from harness_cli.intake.pagerduty import workflow as pagerduty
-    from harness_cli.services import factory
 
     if source == "-":
         text, name = sys.stdin.read(), "stdin"
@@ -41,5 +40,5 @@ def ingest_pagerduty(
     # description and body details (v3 incident data carries neither).
     settings = pagerduty.PagerDutySettings.optional_from_env()
     enrich = pagerduty.rest_enricher(pagerduty.PagerDutyClient(settings)) if settings else None
-    result = pagerduty.ingest(incidents, cfg=cfg, outbound=factory.outbound(cfg), enrich=enrich)
+    result = pagerduty.ingest(incidents, cfg=cfg, outbound=wiring.outbound(cfg), enrich=enrich)
     emit(result.to_result("ingest-pagerduty"))

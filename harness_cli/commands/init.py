@@ -12,8 +12,16 @@ import typer
 
 from harness_cli import paths
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.errors import InputError, ServiceError
+from harness_cli.intake.bootstrap import mark_installed
+from harness_cli.memory.hooks_install import hook_settings, merge_into, settings_path
+from harness_cli.ops import schedule, setup
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.services.forge import FORGES
+from harness_cli.state.store import atomic_write_text
+from harness_cli.workspace import gitsync
 
 app = new_app("Create HARNESS_HOME, the workspace repo and a starter config.")
 
@@ -57,10 +65,6 @@ def init(
     ),
 ) -> None:
     """Create what a fresh machine needs; report what already exists as skipped."""
-    from harness_cli.errors import InputError
-    from harness_cli.ops import setup
-    from harness_cli.services.forge import FORGES
-    from harness_cli.workspace import gitsync
 
     if forge is not None and forge not in FORGES:
         raise InputError(f"--forge {forge!r} is not a forge", hint="use gitlab or github")
@@ -81,8 +85,6 @@ def init(
     env = setup.write_env_file(paths.env_file(), forge)
     result.changed += env.changed
     result.skipped += env.skipped
-
-    from harness_cli.intake.bootstrap import mark_installed
 
     mark_installed()  # older self-DM admin commands are history for this home, never re-run
 
@@ -124,8 +126,6 @@ def _hooks(result: Result, *, install: bool) -> dict[str, object]:
     """Never edits the user's claude settings without --yes; with it, only adds ours."""
     import json
 
-    from harness_cli.memory.hooks_install import hook_settings, merge_into, settings_path
-
     wanted = hook_settings()
     target = settings_path() / "settings.json"
     if not install:
@@ -140,8 +140,6 @@ def _hooks(result: Result, *, install: bool) -> dict[str, object]:
 
 def _render(home: Path, config: Path, name: str = "crontab") -> str:
     """The crontab block or a unit, with this run's HARNESS_* paths made absolute."""
-    from harness_cli.config import load_config
-    from harness_cli.ops import schedule
 
     return schedule.render(
         home=home.resolve(),
@@ -155,8 +153,6 @@ def _render(home: Path, config: Path, name: str = "crontab") -> str:
 def _cron(result: Result, home: Path, config: Path, *, install: bool) -> str:
     """Print the block; write it only when asked to (a user's crontab is never edited
     silently)."""
-    from harness_cli.errors import ServiceError
-    from harness_cli.ops import schedule
 
     block = _render(home, config)
     if not install:
@@ -184,8 +180,6 @@ def _cron(result: Result, home: Path, config: Path, *, install: bool) -> str:
 
 def _systemd(result: Result, *, install: bool) -> dict[str, str]:
     """The user units with this machine's paths; written (never enabled) with --yes."""
-    from harness_cli.ops import schedule
-    from harness_cli.state.store import atomic_write_text
 
     home, config = paths.home(), paths.install_config_dir()
     units = {name: _render(home, config, f"systemd/{name}") for name in schedule.unit_names()}

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import typer
 
-from harness_cli.commands import new_app
+from harness_cli.agents.factory import credentials_problem
+from harness_cli.commands import _progress, new_app
+from harness_cli.config import load_config
+from harness_cli.intake.admin_task import auto_after_investigation
+from harness_cli.investigation.run import investigate_case
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.sessions.lifecycle import finish
+from harness_cli.workflows import runner
+from harness_cli.workspace import registry
 
 app = new_app("Run the gated investigation loop on a case.")
 
@@ -28,14 +35,8 @@ def investigate(
     Exits 0 for each of the reference's five exits (complete, blocked, stalled, degrading,
     timeout); 1 for ``exit=failed`` (the model unreachable, or no readable report round after
     round) and 2 when the model's credentials or the runtime's setup were refused."""
-    from harness_cli.agents.factory import credentials_problem
-    from harness_cli.commands import _progress, _workflow
-    from harness_cli.config import load_config
-    from harness_cli.investigation.run import investigate_case
-    from harness_cli.sessions.lifecycle import finish
-    from harness_cli.workspace import registry
 
-    inv = _workflow.resolve("investigate", case, payload)
+    inv = runner.resolve("investigate", case, payload)
     # A run that will refuse — no such case, no way to reach the model (#34 items 5, 15) —
     # still meets the lock and the session gate first, but leaves no outcome report and no
     # commit behind; investigate_case refuses before it moves the case.
@@ -44,7 +45,7 @@ def investigate(
         and registry.case_file(inv.case_id).exists()
         and credentials_problem(load_config()) is None
     )
-    with _workflow.running(inv, sync=not no_post, write_outcome=real, commit=real):
+    with runner.running(inv, sync=not no_post, write_outcome=real, commit=real):
         budget = load_config().harness.investigation.max_iterations
         with _progress.live(f"investigate {inv.case_id}", max_iterations=budget):
             outcome = investigate_case(inv.case_id, post=not no_post)
@@ -52,8 +53,6 @@ def investigate(
     result = Result("investigate", data=outcome, exit_code=outcome["exit_code"])
     result.messages.append(outcome["exit_line"])
     if not no_post and outcome["status"] == "awaiting_approval":
-        from harness_cli.intake.admin_task import auto_after_investigation
-
         started = auto_after_investigation(inv.case_id)  # #34 item 10: `task --auto`
         if started:
             result.messages.append(started)

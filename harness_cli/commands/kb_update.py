@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import typer
 
+from harness_cli import wiring
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.errors import InputError
+from harness_cli.improvement.kb_update import kb_update as run
+from harness_cli.improvement.thresholds import thresholds_from
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.state.locks import hold
 
 app = new_app("Tally failure modes per project into SOP suggestions.")
 
@@ -22,12 +28,6 @@ def kb_update(
     ),
 ) -> None:
     """Draft SOP suggestions from the last cases of each project. Nothing is auto-applied."""
-    from harness_cli.config import load_config
-    from harness_cli.errors import InputError
-    from harness_cli.improvement.kb_update import kb_update as run
-    from harness_cli.improvement.thresholds import thresholds_from
-    from harness_cli.services import factory
-    from harness_cli.state.locks import hold
 
     cfg = load_config()
     unknown = [p for p in project or [] if p not in cfg.projects.projects]
@@ -37,7 +37,7 @@ def kb_update(
             hint=f"known: {', '.join(sorted(cfg.projects.projects))}",
         )
     th = thresholds_from(cfg.harness)
-    out = None if dry_run else factory.outbound(cfg, factory.lazy_slack())
+    out = None if dry_run else wiring.outbound(cfg, wiring.lazy_slack())
     with hold("kb-update", timeout=0, what="kb-update"):
         outcomes = run(cfg, th, out, projects=project or None, dry_run=dry_run)
     data = []

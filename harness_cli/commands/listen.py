@@ -10,7 +10,10 @@ import typer
 
 from harness_cli.commands import new_app
 from harness_cli.commands.poll_slack import tally_result
+from harness_cli.intake.build import intake_context
+from harness_cli.intake.listener import listen as serve
 from harness_cli.output import emit
+from harness_cli.state.locks import hold
 
 app = new_app("Socket Mode listener (long-running, optional).")
 
@@ -20,9 +23,6 @@ def listen(
     run_for: float | None = typer.Option(None, "--for", help="Stop after SECONDS (tests)."),
 ) -> None:
     """Listen until SIGTERM or Ctrl-C; one instance per machine."""
-    from harness_cli.intake.build import intake_context
-    from harness_cli.intake.listener import listen as serve
-    from harness_cli.state.locks import hold
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

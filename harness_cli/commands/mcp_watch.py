@@ -5,7 +5,10 @@ or a reaction (retried next cycle); 3 when another cycle still runs."""
 
 from __future__ import annotations
 
+from harness_cli import wiring
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.ops.mcp_watch import Watch, run_cycle
 from harness_cli.output import emit
 from harness_cli.result import Result
 
@@ -18,10 +21,6 @@ def mcp_watch() -> None:
     silent refresh, DM the operator once, and mark the most recent ticket after 2 failures."""
     from dataclasses import asdict
 
-    from harness_cli.config import load_config
-    from harness_cli.ops.mcp_watch import Watch, run_cycle
-    from harness_cli.services import factory
-
     cfg = load_config()
     result = Result("mcp-watch", columns=["server", "state", "detail", "actions"])
     if not cfg.mcp.mcpServers:
@@ -29,7 +28,7 @@ def mcp_watch() -> None:
         result.data = {"servers": []}
         emit(result)
         return
-    report = run_cycle(Watch(cfg, factory.outbound(cfg, factory.lazy_slack())))
+    report = run_cycle(Watch(cfg, wiring.outbound(cfg, wiring.lazy_slack())))
     result.data = {"servers": [asdict(s) for s in report.servers]}
     result.rows = [[s.name, s.state, s.detail, "; ".join(s.actions)] for s in report.servers]
     result.errors.extend(report.errors)

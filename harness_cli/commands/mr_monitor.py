@@ -8,9 +8,23 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from harness_cli import wiring
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.delivery.monitor.act import MonitorCtx, adopt
+from harness_cli.delivery.monitor.cycle import run_cycle
+from harness_cli.delivery.monitor.thresholds import thresholds_from
+from harness_cli.delivery.worktrees import prune_stale
+from harness_cli.dispatch.backends import choose_backend
+from harness_cli.errors import InputError
+from harness_cli.intake.admin import parse_mr
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.services.forge import ForgeRouter
+from harness_cli.state.locks import hold
+from harness_cli.workflows.ci_follow import poll
+from harness_cli.workflows.cycle import tend
+from harness_cli.workspace.case import validate_case_id
 
 if TYPE_CHECKING:
     from harness_cli.delivery.monitor.act import CycleReport, MonitorCtx
@@ -26,33 +40,24 @@ def mr_monitor(
     case: str = typer.Option(None, "--case", help="The case the adopted MR belongs to."),
 ) -> None:
     """Run one cycle and exit (cron runs it every few minutes; a second copy exits 3)."""
-    from harness_cli.errors import InputError
-    from harness_cli.state.locks import hold
 
     if (watch is None) != (case is None):
         raise InputError("--watch and --case go together", hint="e.g. --watch g/p!12 --case AAA-1")
     ctx = _context()
     if watch is not None:
-        from harness_cli.delivery.monitor.act import adopt
-        from harness_cli.intake.admin import parse_mr
-        from harness_cli.workspace.case import validate_case_id
-
         changed, message = adopt(ctx, parse_mr(watch), validate_case_id(case))
         result = Result("mr-monitor", data={"watch": parse_mr(watch), "case": case})
         (result.changed if changed else result.skipped).append(message)
         emit(result)
         return
-    from harness_cli.delivery.monitor.cycle import run_cycle
-    from harness_cli.delivery.worktrees import prune_stale
 
     with hold("mr-monitor", timeout=0, what="mr-monitor"):
         report = run_cycle(ctx)
         # worktrees whose MR never reported back (the case was abandoned) go too
         pruned = prune_stale(ctx.cfg.harness.delivery.stale_worktree_days)
-        from harness_cli.ci_dispatch import poll
-        from harness_cli.obligations.cycle import tend
 
-        followed = poll()  # gitlab-ci dispatch: failed/stuck jobs free their sessions
+        # CI dispatch: failed/stuck jobs free their sessions
+        followed = poll(wiring.ci_client, ctx.out, ctx.backend)
         tended = tend(ctx.cfg, ctx.out, backend=ctx.backend, gitlab=ctx.gitlab)
     result = cycle_result(report)
     result.changed += [f"pruned stale worktree {p}" for p in pruned]
@@ -62,16 +67,9 @@ def mr_monitor(
 
 
 def _context() -> MonitorCtx:
-    from harness_cli import dispatch
-    from harness_cli.config import load_config
-    from harness_cli.delivery.monitor.act import MonitorCtx
-    from harness_cli.delivery.monitor.thresholds import thresholds_from
-    from harness_cli.services import factory
-    from harness_cli.services.forge import ForgeRouter
-
     cfg = load_config()
     thresholds = thresholds_from(cfg.harness)
-    gitlab = factory.gitlab()
+    gitlab = wiring.gitlab()
     if isinstance(gitlab, ForgeRouter):
         gitlab.tune(
             deadline=time.monotonic() + thresholds.cycle_budget_seconds,
@@ -80,8 +78,8 @@ def _context() -> MonitorCtx:
     return MonitorCtx(
         cfg=cfg,
         gitlab=gitlab,
-        out=factory.outbound(cfg, factory.lazy_slack()),
-        backend=dispatch.choose_backend(cfg.harness.dispatch),
+        out=wiring.outbound(cfg, wiring.lazy_slack()),
+        backend=choose_backend(cfg.harness.dispatch),
         thresholds=thresholds,
     )
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 import typer
 
 from harness_cli.commands import new_app
+from harness_cli.errors import InputError
+from harness_cli.intake.admin import execute
+from harness_cli.intake.admin_parser import AdminUsage, parse_admin
+from harness_cli.intake.build import local_context
+from harness_cli.intake.pause import view
 from harness_cli.output import emit
 from harness_cli.result import Result
 
@@ -16,19 +21,13 @@ def pause(
     duration: str | None = typer.Argument(None, help="e.g. 30m, 2h, 1d; none = until resume"),
 ) -> None:
     """Silence dispatch caused by other people's activity; your own commands still work."""
-    from harness_cli.intake.admin import execute
-    from harness_cli.intake.admin_parser import AdminUsage, parse_admin
-    from harness_cli.intake.build import local_context
 
     try:
         command = parse_admin(f"oncall pause {duration or ''}")
     except AdminUsage as exc:
-        from harness_cli.errors import InputError
-
         raise InputError(str(exc), hint="e.g. harness pause 2h") from None
     result = Result("pause")
     result.changed.append(execute(local_context(), command))
-    from harness_cli.intake.pause import view
 
     # the reply reads like a time ("until 14:30 UTC, in 29 min"); scripts get the instant
     until = view().until

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import typer
 
+from harness_cli import clock, wiring
 from harness_cli.commands import new_app
+from harness_cli.config import load_config
+from harness_cli.errors import InputError
+from harness_cli.intake.pagerduty import workflow as pagerduty
 from harness_cli.output import emit
 
 app = new_app("One PagerDuty poll: incidents that name a known case surface its context.")
@@ -21,11 +25,6 @@ def poll_pagerduty(
     ),
 ) -> None:
     """Poll PAGERDUTY_API_URL with PAGERDUTY_TOKEN for incidents created since the last poll."""
-    from harness_cli import clock
-    from harness_cli.config import load_config
-    from harness_cli.errors import InputError
-    from harness_cli.intake.pagerduty import workflow as pagerduty
-    from harness_cli.services import factory
 
     bad = [s for s in status if s not in ("triggered", "acknowledged", "resolved")]
     if bad:
@@ -37,6 +36,6 @@ def poll_pagerduty(
     settings = pagerduty.PagerDutySettings.from_env()
     cfg = load_config()
     result = pagerduty.poll(
-        cfg, settings, factory.outbound(cfg), since=start, statuses=status or None
+        cfg, settings, wiring.outbound(cfg), since=start, statuses=status or None
     )
     emit(result.to_result("poll-pagerduty"))

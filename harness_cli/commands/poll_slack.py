@@ -7,8 +7,15 @@ import typer
 
 from harness_cli.commands import new_app
 from harness_cli.intake.admin_parser import strip_prefix
+from harness_cli.intake.build import intake_context
+from harness_cli.intake.context import Tally
+from harness_cli.intake.poller import poll_cycle
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.sessions.waiting import expire_due
+from harness_cli.state import dedup
+from harness_cli.state.locks import hold
+from harness_cli.workflows.cycle import tend
 
 app = new_app("One Slack poll cycle: new tickets, thread replies, admin commands.")
 
@@ -23,19 +30,12 @@ def poll_slack(
 ) -> None:
     """Run one cycle and exit (cron runs it every minute; safe to run twice at once, and to
     kill at any point: the next cycle finishes what this one left)."""
-    from harness_cli.intake.build import intake_context
-    from harness_cli.intake.poller import poll_cycle
-    from harness_cli.state.locks import hold
 
     with hold("poll-slack", timeout=0, what="poll-slack"):
         ctx = intake_context()
         if retry_parked:
-            from harness_cli.state import dedup
-
             ctx.tally.recovered += [f"unparked {k}" for k in dedup.unpark()]
         poll_cycle(ctx)
-        from harness_cli.obligations.cycle import tend
-        from harness_cli.sessions.waiting import expire_due
 
         # 004: a run nobody approves within approval_ttl_hours is cancelled by the next look.
         ctx.tally.recovered += [f"cancelled unapproved run {r}" for r in expire_due()]
@@ -47,8 +47,6 @@ def poll_slack(
 
 def tally_result(action: str, tally: object) -> Result:
     from dataclasses import asdict
-
-    from harness_cli.intake.context import Tally
 
     assert isinstance(tally, Tally)
     result = Result(action, data=asdict(tally))

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from harness_cli.commands import new_app
+from harness_cli.intake.admin import execute
+from harness_cli.intake.admin_parser import AdminCommand
+from harness_cli.intake.build import local_context
 from harness_cli.output import emit
 from harness_cli.result import Result
 
@@ -12,9 +15,6 @@ app = new_app("End a pause.")
 @app.command()
 def resume() -> None:
     """End the pause and list what it held back."""
-    from harness_cli.intake.admin import execute
-    from harness_cli.intake.admin_parser import AdminCommand
-    from harness_cli.intake.build import local_context
 
     result = Result("resume")
     result.changed.append(execute(local_context(), AdminCommand("oncall-resume")))

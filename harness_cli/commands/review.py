@@ -6,8 +6,10 @@ from __future__ import annotations
 import typer
 
 from harness_cli.commands import new_app
+from harness_cli.investigation.run import review_case
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.workflows import runner
 
 app = new_app("Adversarial review (D1-D15) and red-team review (G5) of a case.")
 
@@ -21,11 +23,9 @@ def review(
 
     Each reviewer runs in a fresh folder holding only what its role may see; the slate they
     are shown is the locked one (a changed kickoff_precommitment.json is put back first)."""
-    from harness_cli.commands import _workflow
-    from harness_cli.investigation.run import review_case
 
-    inv = _workflow.resolve("review", case, payload)
-    with _workflow.running(inv):
+    inv = runner.resolve("review", case, payload)
+    with runner.running(inv):
         outcome = review_case(inv.case_id)
     result = Result("review", data=outcome)
     result.messages.append(

@@ -17,6 +17,8 @@ import typer
 
 from harness_cli.commands import new_app
 from harness_cli.output import OPTIONS
+from harness_cli.sandbox.runner import MCP_CONFIG, Sandbox
+from harness_cli.sandbox.runner import scenario as find_scenario
 
 app = new_app("Start the local emulators and the sandbox's production world (MCP servers).")
 
@@ -87,9 +89,6 @@ def sandbox(
 ) -> None:
     """Start the emulators and print the environment that points harness at them."""
     import signal
-
-    from harness_cli.sandbox.runner import MCP_CONFIG, Sandbox
-    from harness_cli.sandbox.runner import scenario as find_scenario
 
     chosen = find_scenario(scenario)
     root = directory or Path(tempfile.mkdtemp(prefix="harness-sandbox-"))

@@ -15,9 +15,15 @@ from typing import Any
 
 import typer
 
+from harness_cli import clock, paths
 from harness_cli.commands import new_app
+from harness_cli.errors import InputError, PolicyRefused
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.sessions import human, lifecycle, waiting
+from harness_cli.sessions.model import Element, SessionRecord
+from harness_cli.sessions.reservations import look
+from harness_cli.state.locks import hold
 
 app = new_app(
     "Work sessions and reservations: open, close, status, list (hooks call it).",
@@ -26,8 +32,6 @@ app = new_app(
 
 
 def _hook_event() -> dict[str, Any]:
-    from harness_cli.errors import InputError
-
     if sys.stdin.isatty():
         raise InputError("no hook event on stdin", hint="claude pipes it to the hook")
     try:
@@ -57,9 +61,6 @@ def open_(
     hook: bool = typer.Option(False, "--hook", help="SessionStart hook: read the event on stdin."),
 ) -> None:
     """Open a session: the preflight gate decides; denied exits 4 naming the holder."""
-    from harness_cli.errors import InputError, PolicyRefused
-    from harness_cli.sessions import human
-    from harness_cli.sessions.model import Element
 
     cwd: Path | None = None
     if hook:
@@ -125,9 +126,6 @@ def close(
     hook: bool = typer.Option(False, "--hook", help="SessionEnd hook: read the event on stdin."),
 ) -> None:
     """Close a session: release its reservations and write its outcome report."""
-    from harness_cli.errors import InputError
-    from harness_cli.sessions import human, lifecycle
-    from harness_cli.sessions.model import SessionRecord
 
     if hook:
         external_id = str(_hook_event().get("session_id") or external_id)
@@ -157,8 +155,6 @@ def gate(
 ) -> None:
     """May this file be written now? Exit 2 (reason on stderr) when it lies in another
     session's exclusive reservation — the PreToolUse contract of the claude CLI."""
-    from harness_cli.errors import InputError
-    from harness_cli.sessions import human
 
     cwd = Path.cwd()
     if hook:
@@ -191,10 +187,6 @@ def gate(
 def status() -> None:
     """This machine's sessions (open, recently closed) and the runs waiting for approval."""
     from pydantic import ValidationError
-
-    from harness_cli import paths
-    from harness_cli.sessions import waiting
-    from harness_cli.sessions.model import SessionRecord
 
     waiting.expire_due()
     records = []
@@ -231,10 +223,6 @@ def status() -> None:
 @app.command("list")
 def list_() -> None:
     """Every live session on the workspace remote, whichever machine or human opened it."""
-    from harness_cli import clock
-    from harness_cli.sessions import lifecycle, waiting
-    from harness_cli.sessions.reservations import look
-    from harness_cli.state.locks import hold
 
     waiting.expire_due()
     with hold("sessions-board", timeout=60, what="the reservation board"):

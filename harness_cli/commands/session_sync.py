@@ -19,11 +19,20 @@ import typer
 
 from harness_cli.commands import new_app
 from harness_cli.errors import HarnessError, InputError
+from harness_cli.logs import redact
+from harness_cli.memory.resume.model import (
+    HookInput,
+    SessionEnv,
+    SessionSyncSettings,
+    check_session_id,
+)
+from harness_cli.memory.resume.start import fetch_loop, fetch_once, list_sessions, session_start
+from harness_cli.memory.resume.sync import load_state, sync_prompt
 from harness_cli.output import emit
 from harness_cli.result import Result
 
 if TYPE_CHECKING:
-    from harness_cli.memory.sessions.model import HookInput
+    from harness_cli.memory.resume.model import HookInput
 
 app = new_app(
     "Sync claude CLI sessions through the git session store (hooks call it).",
@@ -32,8 +41,6 @@ app = new_app(
 
 
 def _hook_input(cwd: Path | None, session_id: str | None) -> HookInput:
-    from harness_cli.memory.sessions.model import HookInput, check_session_id
-
     if cwd is not None:
         return HookInput(session_id=check_session_id(session_id or "none"), cwd=str(cwd.absolute()))
     if sys.stdin.isatty():
@@ -56,8 +63,6 @@ def _as_hook(run: Callable[[], None]) -> None:
     try:
         run()
     except HarnessError as exc:
-        from harness_cli.logs import redact
-
         sys.stderr.write(f"harness session-sync: {redact(exc.line())}\n")
         raise typer.Exit(1) from None
 
@@ -79,9 +84,6 @@ def start(
     """SessionStart hook: the session UUID recorded for this working directory."""
 
     def run() -> None:
-        from harness_cli.memory.sessions.model import SessionEnv
-        from harness_cli.memory.sessions.start import session_start
-
         info = session_start(
             _hook_input(cwd, session_id),
             SessionEnv.from_env(),
@@ -102,9 +104,6 @@ def prompt() -> None:
     """UserPromptSubmit hook: fetch, take the other machine's delta, push ours; inject it."""
 
     def run() -> None:
-        from harness_cli.memory.sessions.model import SessionEnv
-        from harness_cli.memory.sessions.sync import sync_prompt
-
         result = sync_prompt(_hook_input(None, None), SessionEnv.from_env())
         _answer("UserPromptSubmit", result.context)
 
@@ -121,8 +120,6 @@ def fetch(
     ),
 ) -> None:
     """Fetch the session store (once, or as the background fetcher with --loop)."""
-    from harness_cli.memory.sessions.model import SessionEnv, SessionSyncSettings
-    from harness_cli.memory.sessions.start import fetch_loop, fetch_once
 
     env, settings = SessionEnv.from_env(), SessionSyncSettings()
     result = Result("session-sync fetch")
@@ -145,9 +142,6 @@ def fetch(
 @app.command("status")
 def status() -> None:
     """The sessions in the local copy of the store, and this machine's watermarks."""
-    from harness_cli.memory.sessions.model import SessionEnv
-    from harness_cli.memory.sessions.start import list_sessions
-    from harness_cli.memory.sessions.sync import load_state
 
     env = SessionEnv.from_env()
     result = Result("session-sync status", columns=["SESSION", "CWD", "LAST", "LINES", "TAKEN"])

@@ -3,9 +3,15 @@ last 24 hours from the logs (runs, exits, escalations, token spend)."""
 
 from __future__ import annotations
 
+from harness_cli import run_slots
 from harness_cli.commands import new_app
+from harness_cli.intake import pause
+from harness_cli.intake.admin import status_text
+from harness_cli.intake.build import local_context
+from harness_cli.ops.summary import last_24h
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.workspace import registry
 
 app = new_app("Report pause state, open cases and monitored MRs.")
 
@@ -13,11 +19,6 @@ app = new_app("Report pause state, open cases and monitored MRs.")
 @app.command()
 def status() -> None:
     """Same answer as `admin: oncall status` in the self-DM."""
-    from harness_cli import run_slots
-    from harness_cli.intake import pause
-    from harness_cli.intake.admin import status_text
-    from harness_cli.intake.build import local_context
-    from harness_cli.ops.summary import last_24h
 
     ctx = local_context()
     view = pause.view()
@@ -38,7 +39,6 @@ def status() -> None:
             "last_24h": last_24h().to_json(),
         },
     )
-    from harness_cli.workspace import registry
 
     result.data["unreadable_cases"] = [
         {"id": c["id"], "problem": c["problem"]}

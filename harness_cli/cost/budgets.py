@@ -16,7 +16,8 @@ from typing import Any, Literal
 from harness_cli.cost import meter
 from harness_cli.cost.meter import Tally
 from harness_cli.cost.prices import Budgets
-from harness_cli.errors import PolicyRefused
+from harness_cli.errors import HarnessError, PolicyRefused
+from harness_cli.workspace import registry
 
 Kind = Literal["case", "workflow", "day"]
 
@@ -69,9 +70,6 @@ def case_spend(case_id: str, run: str) -> CaseSpend:
 
 
 def _load_case_spend(case_id: str) -> CaseSpend:
-    from harness_cli.errors import HarnessError
-    from harness_cli.workspace import registry
-
     try:
         case = registry.load_case(case_id)
     except HarnessError:

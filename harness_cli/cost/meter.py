@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import clock, paths
+from harness_cli.errors import HarnessError
+from harness_cli.workspace import registry
 
 _SCOPE: ContextVar[dict[str, Any] | None] = ContextVar("harness_cost_scope", default=None)
 SCOPE_KEYS = ("case", "project", "workflow", "run", "iteration")
@@ -388,9 +390,6 @@ def spend_line(case_id: str | None = None) -> str:
     run = run_tally(current().get("run"))
     parts = [f"this run {run.text()}"] if run.calls else []
     if case_id:
-        from harness_cli.errors import HarnessError
-        from harness_cli.workspace import registry
-
         try:
             cost = registry.load_case(case_id).cost or {}
         except HarnessError:

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness_cli import __version__, clock
+from harness_cli import __version__, clock, components
 from harness_cli.agents import limits, sandbox
 from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.sandbox import SandboxSettings, View
@@ -413,7 +413,6 @@ def is_valid_for(record: AcceptanceRecord, worktree: Path) -> bool:
 def accepts_head(record: AcceptanceRecord | None, head_sha: str) -> bool:
     """True if ``record`` is a pass for exactly the commit ``head_sha`` and nothing else: a
     snapshot with uncommitted changes was not the commit that gets pushed."""
-    from harness_cli import components
 
     if not components.enabled("acceptance"):  # an eval ablation: whatever the record says
         return bool(head_sha)

@@ -20,13 +20,16 @@ from harness_cli.delivery.commit import (
     styled_message,
 )
 from harness_cli.delivery.push import recovery as push
+from harness_cli.delivery.push.rebase import wire_tip
 from harness_cli.delivery.style import lint_commit_message, strip_attribution
 from harness_cli.delivery.work import Work, move_case
-from harness_cli.errors import PolicyRefused
+from harness_cli.errors import PolicyRefused, ServiceError
 from harness_cli.logs import event
 from harness_cli.loop.jsonblocks import json_objects
 from harness_cli.loop.prompts import sops_dir
 from harness_cli.sessions import guard as write_guard
+from harness_cli.sessions.lifecycle import current
+from harness_cli.sessions.outcome import INSTRUCTION
 
 log = logging.getLogger("harness.dev_agent")
 
@@ -122,8 +125,6 @@ def _with_session(job: str) -> str:
     """The session's briefing (who last worked here, what they left) and the one
     ``report_outcome`` answer the harness asks for (004: the agent knows its session, it does
     not own it)."""
-    from harness_cli.sessions.lifecycle import current
-    from harness_cli.sessions.outcome import INSTRUCTION
 
     session = current()
     if session is None:
@@ -134,16 +135,12 @@ def _with_session(job: str) -> str:
 
 
 def _session_checks(record: acceptance.AcceptanceRecord) -> None:
-    from harness_cli.sessions.lifecycle import current
-
     session = current()
     if session is not None:
         session.checks = [{"command": c.command, "exit_code": c.exit_code} for c in record.checks]
 
 
 def _session_heard(text: str) -> None:
-    from harness_cli.sessions.lifecycle import current
-
     session = current()
     if session is not None:
         session.agent_said(text)
@@ -157,8 +154,6 @@ def _stranded(work: Work, wt: worktrees.Worktree, mode: str) -> str | None:
     """Where the case's undelivered commits start, when an earlier run left some: commits the
     remote branch does not have, or (a task) a pushed branch whose MR was never opened. None:
     nothing stranded."""
-    from harness_cli.delivery.push.rebase import wire_tip
-    from harness_cli.errors import ServiceError
 
     head = head_sha(wt.path)
     if head == wt.base_sha:

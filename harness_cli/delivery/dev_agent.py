@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_cli.delivery import worktrees
+from harness_cli.delivery import outcome, worktrees
 from harness_cli.delivery.change import Change, change_push_and_mr
 from harness_cli.delivery.work import (
     Work,
@@ -41,8 +41,6 @@ ANALYZE_ROUNDS = 8
 
 
 def run_task(work: Work) -> dict[str, Any]:
-    from harness_cli.delivery import outcome
-
     wt = worktree_for(work)
     move_case(work, "in_progress", "planning")
     plan = _analyze(work, wt)

@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness_cli import resources
 from harness_cli.config import Thresholds
 from harness_cli.delivery.acceptance import AcceptanceRecord, accepts_head
 from harness_cli.delivery.proof import compose_description, render_proof
@@ -93,7 +94,6 @@ class SubmitResult:
 def compose_prompt_section(sops_dir: Path) -> str:
     """The style SOP as the prompt section the dev-agent writes its commit message and MR
     description under; read from disk on every call."""
-    from harness_cli import resources
 
     found = resources.sop(Path(sops_dir), STYLE_SOP)  # the operator's, else the packaged one
     path = found.path if found else Path(sops_dir) / STYLE_SOP

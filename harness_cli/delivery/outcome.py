@@ -6,13 +6,18 @@ Reference, Layer 5: the case thread's placeholder "finally resolves to Done or F
 post its status line *and* "MR opened: <url>" (the same link twice), and "the agent changed
 nothing" could land top level with no case id. Each runner here returns its result with one
 ``message``; :mod:`harness_cli.delivery.run` puts it in the closing edit of the status message,
-or — when the case has no thread — posts it once through :mod:`harness_cli.ops.notify`.
+or — when the case has no thread — posts it once through :mod:`harness_cli.outbox.notify`.
 Every message starts with the case id.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from harness_cli.delivery.monitor.decide import is_reviewer_note
+from harness_cli.errors import HarnessError
+from harness_cli.state import files
+from harness_cli.workspace import registry
 
 if TYPE_CHECKING:
     from harness_cli.delivery.change import Change
@@ -66,7 +71,6 @@ def _mr_state(change: Change, case: str) -> str:
 def _url(work: Work, change: Change | None = None) -> str:
     if change is not None and change.mr:
         return str(change.mr.get("web_url") or "")
-    from harness_cli.state import files
 
     entry = files.monitored_mrs().read().mrs.get(str(work.args.get("mr") or ""))
     return entry.web_url if entry is not None and entry.web_url else str(work.args.get("mr", ""))
@@ -111,8 +115,6 @@ def task_result(work: Work, change: Change) -> dict[str, Any]:
     else:
         why = "the change could not be pushed (the push trail is in the DM above)"
     said = f" It concluded: {quote(change.summary())}." if change.summary() else ""
-    from harness_cli.delivery.run import way_out
-
     text = f"{case}: {why}.{said} {way_out(case)}."
     return _result(change, text, state="failed")
 
@@ -214,18 +216,27 @@ def review_result(
 
 
 def _who(threads: list[Discussion], me: str) -> str:
-    from harness_cli.delivery.monitor.decide import is_reviewer_note
-
     names = sorted({n.author for d in threads for n in d.notes if is_reviewer_note(n, me=me)})
     return " and ".join(names) or "the reviewer"
 
 
 def _asked(threads: list[Discussion], me: str) -> str:
-    from harness_cli.delivery.monitor.decide import is_reviewer_note
-
     notes = [n for d in threads for n in d.notes if is_reviewer_note(n, me=me)]
     if not notes:
         return "the reviewer asked"
     newest = max(notes, key=lambda n: n.id)
     who = sorted({n.author for n in notes})
     return f"{', '.join(who)} asked {quote(newest.body)}"
+
+
+def way_out(case_id: str) -> str:
+    """#34 item 2: the case's true status, read back after the run, and the one command that
+    moves it from Slack — before, "the case is `failed`" was said of a case the run had left
+    ``approved`` (it failed before it began), where the commands it named both refused."""
+    try:
+        status = registry.load_case(case_id).status
+    except HarnessError:
+        return f"`admin: retry {case_id}` runs the dev-agent again once the case file is fixed"
+    if status == "mr_open":
+        return "The case is `mr_open`: the monitor watches its MR"
+    return f"The case is `{status}`: `admin: retry {case_id}` runs the dev-agent again"

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness_cli import wiring
 from harness_cli.config import Config
+from harness_cli.delivery import acceptance, check_guard, mr, worktrees
 from harness_cli.errors import InputError, LockHeld, PolicyRefused, StateConflict
 from harness_cli.state import files
 from harness_cli.state.locks import hold
@@ -88,8 +90,6 @@ def accept_checks(
     """Record the operator's OK for the check change in the newest acceptance record, run the
     checks again and submit the MR from that record. Returns (changed, message).
     ``dry_run``: say what would be accepted; record, run and send nothing."""
-    from harness_cli.delivery import acceptance, check_guard, mr, worktrees
-    from harness_cli.services import factory
 
     folder = registry.case_dir(case_id)
     record = acceptance.latest_record(folder)
@@ -127,7 +127,7 @@ def accept_checks(
         approved=check_guard.approved_digests(folder), box=cfg.harness.sandbox,
         worktrees=cfg.harness.delivery.root(),
     )  # fmt: skip
-    gitlab = factory.gitlab()
+    gitlab = wiring.gitlab()
     key, entry = next((k, e) for k, e in opened if e.project == wt.project)
     current = gitlab.get_mr(entry.project, entry.iid)
     done = mr.submit_mr(

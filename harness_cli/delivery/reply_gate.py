@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness_cli import components
+
 DONE = "Done, updated"
 
 
@@ -52,7 +54,6 @@ class WireEvidence:
 
 def reply_gate(evidence: WireEvidence, body: str | None, *, note_is_current: bool) -> str | None:
     """The reply for one discussion, or None (no reply)."""
-    from harness_cli import components
 
     text = " ".join((body or "").split())
     if not components.enabled("reply_gate"):  # an eval ablation: the agent's word is taken

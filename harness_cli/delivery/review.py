@@ -15,6 +15,7 @@ from typing import Any
 
 from harness_cli.delivery import outcome
 from harness_cli.delivery.change import change_push_and_mr
+from harness_cli.delivery.monitor.decide import is_reviewer_note
 from harness_cli.delivery.push.rebase import wire_tip
 from harness_cli.delivery.reply_gate import WireEvidence, reply_gate
 from harness_cli.delivery.work import Work, worktree_for
@@ -100,8 +101,6 @@ def _pushed(change: Any) -> str:
 
 
 def _newest_reviewer_note(discussion: Discussion, me: str) -> Note | None:
-    from harness_cli.delivery.monitor.decide import is_reviewer_note
-
     found = [n for n in discussion.notes if is_reviewer_note(n, me=me)]
     return max(found, key=lambda n: n.id) if found else None
 

@@ -8,12 +8,25 @@ hands the case back as ``failed`` with the way out in that message.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
+from harness_cli import wiring
+from harness_cli.agents.factory import configured_runtime
+from harness_cli.config import load_config
+from harness_cli.delivery import ci_fix, dev_agent, outcome, review
+from harness_cli.delivery import work as work_mod
+from harness_cli.delivery.ci_fix import report_failure
+from harness_cli.dispatch import journal
 from harness_cli.errors import HarnessError, InputError, PolicyRefused
 from harness_cli.logs import event
+from harness_cli.loop import outage
 from harness_cli.loop.runs import ModelUnavailable
+from harness_cli.ops import status_message
+from harness_cli.outbox import notify
+from harness_cli.state import files
+from harness_cli.workspace import registry
 
 log = logging.getLogger("harness.dev_agent")
 
@@ -31,12 +44,6 @@ STATUS_CHARS = 1500
 def run_dev_agent(
     case_id: str, mode: str, args: dict[str, Any], *, post: bool = True
 ) -> dict[str, Any]:
-    from harness_cli.agents.factory import configured_runtime
-    from harness_cli.config import load_config
-    from harness_cli.delivery import ci_fix, dev_agent, review
-    from harness_cli.ops import status_message
-    from harness_cli.services import factory
-    from harness_cli.workspace import registry
 
     if mode not in MODES:
         raise InputError(f"--mode {mode!r} is not one of {', '.join(MODES)}")
@@ -58,8 +65,8 @@ def run_dev_agent(
         case=case,
         case_dir=registry.case_dir(case_id),
         runtime=configured_runtime(cfg),
-        gitlab=factory.gitlab(),
-        out=factory.outbound(cfg, factory.lazy_slack()),
+        gitlab=wiring.gitlab(),
+        out=wiring.outbound(cfg, wiring.lazy_slack()),
         args={**args, "mode": mode},
         quiet=not post,
     )
@@ -89,8 +96,6 @@ def run_dev_agent(
         _remember_fix_message(work, mode)
         raise
     if post:
-        from harness_cli.loop import outage
-
         outage.recovered(case_id, work.cfg, work.out)  # it got through: it waits no more
     _tell(work, str(result.get("message") or _outcome(result)), ok=result.get("state") != "failed")
     _remember_fix_message(work, mode)
@@ -104,7 +109,6 @@ def _wait_for_model(
     """The model service stayed down past the run's retries: the case keeps its status (never
     ``failed``), poll-slack runs this mode again once the outage is over (``loop.outage``), and
     the operator hears of the outage once, not of each case."""
-    from harness_cli.loop import outage
 
     why = outage.plain(exc.detail)
     if work.status is not None:  # first: the next try goes on editing this message
@@ -127,7 +131,6 @@ def _continue_fix_message(work: Any) -> None:
     """#34 item 13: the second and third CI fix attempts of one red streak edit the first
     attempt's message in place (it says which attempt) — one message per MR, not a post per
     attempt; the escalation after the last one is the streak's only other message."""
-    from harness_cli.state import files
 
     entry = files.monitored_mrs().read().mrs.get(str(work.args.get("mr") or ""))
     if work.status is None or entry is None or entry.fix_ci_attempts < 1:
@@ -138,8 +141,6 @@ def _continue_fix_message(work: Any) -> None:
 
 
 def _remember_fix_message(work: Any, mode: str) -> None:
-    from harness_cli.state import files
-
     key = str(work.args.get("mr") or "")
     if mode != "fix_ci" or work.status is None or not work.status.ts or not key:
         return
@@ -153,7 +154,6 @@ def _told_by_a_killed_run() -> dict[str, Any] | None:
     """#17 p8: the killed run this one resumes had finished and told the operator (it died in
     the workspace sync after): nothing is redone — before, a resumed fix_ci ran the fix again
     and posted a second "Done"."""
-    from harness_cli.obligations import journal
 
     run = journal.current()
     saved = run.recall("told") if run is not None and run.resumed else None
@@ -161,10 +161,6 @@ def _told_by_a_killed_run() -> dict[str, Any] | None:
 
 
 def _checkpoint_told(result: dict[str, Any]) -> None:
-    import json
-
-    from harness_cli.obligations import journal
-
     run = journal.current()
     if run is not None:
         run.checkpoint("told", json.loads(json.dumps(result, default=str)))
@@ -173,7 +169,6 @@ def _checkpoint_told(result: dict[str, Any]) -> None:
 def _opened_by_a_killed_run(case: Any, mode: str) -> dict[str, Any] | None:
     """#17 p8: this task run resumes one killed after it opened the MR (the case is
     ``mr_open``): what is left is telling the operator — not a refusal, not a second MR."""
-    from harness_cli.obligations import journal
 
     run = journal.current()
     if mode != "task" or case.status != "mr_open" or run is None or not run.resumed:
@@ -197,13 +192,8 @@ def _told_mr(work: Any, mr: dict[str, Any]) -> dict[str, Any]:
 
 
 def _failed(work: Any, mode: str, exc: BaseException) -> None:
-    from harness_cli.delivery import work as work_mod
-    from harness_cli.ops import status_message
-
     reason = status_message.reason(exc)
     if mode == "fix_ci" and isinstance(exc, HarnessError):
-        from harness_cli.delivery.ci_fix import report_failure
-
         try:
             report_failure(work, reason)
         except HarnessError as lost:
@@ -213,26 +203,11 @@ def _failed(work: Any, mode: str, exc: BaseException) -> None:
             work_mod.move_case(work, "failed", f"dev-agent task failed: {reason}")
         except HarnessError as moving:  # the run's own failure is what the operator hears
             event(log, "case_not_moved", logging.WARNING, case_id=work.case.id, error=str(moving))
-        reason += ". " + way_out(work.case.id)
+        reason += ". " + outcome.way_out(work.case.id)
     if work.status is not None:
         work.status.failed(reason, limit=STATUS_CHARS)
     elif not work.quiet and isinstance(exc, HarnessError):
         _post(work, f"{work.case.id}: dev-agent {mode} failed: {reason}")
-
-
-def way_out(case_id: str) -> str:
-    """#34 item 2: the case's true status, read back after the run, and the one command that
-    moves it from Slack — before, "the case is `failed`" was said of a case the run had left
-    ``approved`` (it failed before it began), where the commands it named both refused."""
-    from harness_cli.workspace import registry
-
-    try:
-        status = registry.load_case(case_id).status
-    except HarnessError:
-        return f"`admin: retry {case_id}` runs the dev-agent again once the case file is fixed"
-    if status == "mr_open":
-        return "The case is `mr_open`: the monitor watches its MR"
-    return f"The case is `{status}`: `admin: retry {case_id}` runs the dev-agent again"
 
 
 def _tell(work: Any, text: str, *, ok: bool = True) -> None:
@@ -245,8 +220,6 @@ def _tell(work: Any, text: str, *, ok: bool = True) -> None:
 
 
 def _post(work: Any, text: str) -> None:
-    from harness_cli.ops import notify
-
     try:
         notify.dm(work.out, work.cfg, "dev_agent_outcome", text, case_id=work.case.id)
     except HarnessError as exc:  # the run's result stands; the log says the DM was lost
@@ -265,7 +238,6 @@ def _watched_mr(case_id: str, args: dict[str, Any]) -> bool:
     """An MR the harness still monitors for this case may be repaired whatever the ticket's
     own status — e.g. finalize's improvement MR against the harness repo (pr-ci-fixer), whose
     case was closed long before."""
-    from harness_cli.state import files
 
     entry = files.monitored_mrs().read().mrs.get(str(args.get("mr", "")))
     return entry is not None and entry.case_id == case_id and entry.state == "opened"

@@ -15,9 +15,11 @@ from harness_cli.delivery import worktrees
 from harness_cli.errors import InputError, PolicyRefused, ServiceError
 from harness_cli.logs import event
 from harness_cli.loop.guard_notes import render_guard_notes
+from harness_cli.loop.outage import backoffs
 from harness_cli.loop.prompts import render
-from harness_cli.ops.outbound import Outbound
+from harness_cli.loop.runs import unavailable
 from harness_cli.ops.status_message import RunStatus, observe
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import Case
@@ -105,8 +107,6 @@ class Work:
         """The run; one the model service failed transiently (429/5xx/529, connection) is run
         again with backoff (``loop.outage``), and still failing it is raised as an outage:
         the case then waits instead of failing (``delivery.run``)."""
-        from harness_cli.loop.outage import backoffs
-        from harness_cli.loop.runs import unavailable
 
         waits = backoffs(self.cfg.harness.model_outage)
         while True:

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
 from harness_cli.delivery import case_repos
+from harness_cli.delivery.identity import commit_identity
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import ConfigError, ServiceError
 from harness_cli.faults import crash_point
@@ -248,7 +249,6 @@ def create(
     dropped), else fresh from ``origin/<base_branch>``. ``identity``: the commits' author
     (default: :func:`identity.commit_identity`); it is (re)applied to an existing worktree too.
     ``case``: the case it works for, when ``case_id`` is a key like ``<case>.improve``."""
-    from harness_cli.delivery.identity import commit_identity
 
     th = thresholds or DeliveryThresholds()
     identity = identity or commit_identity(th)
@@ -305,7 +305,6 @@ def create(
 
 def apply_identity(wt: Worktree, thresholds: DeliveryThresholds) -> None:
     """(Re)apply the configured commit identity to an existing worktree."""
-    from harness_cli.delivery.identity import commit_identity
 
     _set_identity(wt.git(), commit_identity(thresholds))
 

@@ -19,8 +19,11 @@ from pathlib import Path
 
 from harness_cli import resources
 from harness_cli.errors import InputError
+from harness_cli.eval import runner
 from harness_cli.eval.gate import BASELINE_FILE, MODEL_FACING, Baseline
+from harness_cli.eval.runner import row
 from harness_cli.eval.stats import PairedDelta, paired_delta
+from harness_cli.eval.suites import resolve
 from harness_cli.eval.trial import TrialResult
 
 OVERLAYS = tuple(MODEL_FACING.items())
@@ -119,7 +122,6 @@ def measure(
 ) -> BeforeAfter:
     """Run ``suites`` on the packaged config (before) and with the worktree's prompts and SOPs
     laid over it (after)."""
-    from harness_cli.eval import runner
 
     scratch = Path(tempfile.mkdtemp(prefix="harness-before-after-"))
     try:
@@ -129,7 +131,6 @@ def measure(
         after = runner.evaluate(suites, runs=runs, jobs=jobs, config_root=after_root)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    from harness_cli.eval.suites import resolve
 
     return compare([resolve(s)[0] for s in suites], runs, before.trials, after.trials)
 
@@ -137,7 +138,6 @@ def measure(
 def compare(
     suites: list[str], runs: int, before: list[TrialResult], after: list[TrialResult]
 ) -> BeforeAfter:
-    from harness_cli.eval.runner import row
 
     b, a = row("*", "*", "before", before), row("*", "*", "after", after)
     after_by = {(t.suite, t.case, t.seed): t.passed for t in after}

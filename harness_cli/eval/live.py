@@ -22,7 +22,7 @@ are the script's, not something a real model owes.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -291,76 +291,3 @@ def write(data: dict[str, Any], out: Path) -> str:
     text = "# harness eval --live\n\n" + "\n".join(f"- {line}" for line in lines(data)) + "\n"
     (out / "live.md").write_text(text, encoding="utf-8")
     return f"wrote {out / 'live.md'} and {out / 'live.json'}"
-
-
-Progress = Callable[[TrialResult, int, int], None]
-
-
-@dataclass
-class Plan:
-    specs: list[TrialSpec]
-    kinds: dict[str, str]
-    """Case id → kind (investigation, delivery): what its trials are estimated at."""
-    left_out: list[str]
-    estimate: Estimate
-
-    def to_json(self) -> dict[str, Any]:
-        per_case: dict[str, int] = {}
-        for s in self.specs:
-            per_case[s.case] = per_case.get(s.case, 0) + 1
-        return {"trials": len(self.specs), "cases": per_case, "left_out": self.left_out,
-                "estimate": self.estimate.to_json()}  # fmt: skip
-
-
-def plan(names: Sequence[str], *, runs: int, runtime: str, config_root: Path | None = None) -> Plan:
-    """The live trials of ``names``: each gradable case ``runs`` times, its estimate."""
-    from harness_cli.eval import runner
-
-    found, left_out = selected(runner.load(names))
-    if not found:
-        raise InputError(
-            f"no case of {', '.join(names)} can run live: every one scripts a misbehaviour "
-            "(honest: false) a real model need not repeat",
-            hint="name a suite or case file with honest: true cases (e.g. investigation)",
-        )
-    cases = [(suite, path, live_case(case)) for suite, path, case in found]
-    specs = [replace(s, live=True)
-             for s in runner.plan(cases, [()], runs=runs, runtime=runtime,
-                                  config_root=config_root)]  # fmt: skip
-    kinds: dict[str, str] = {case.id: case.kind for _, _, case in cases}
-    model, settings = trial_config(config_root)
-    return Plan(specs, kinds, left_out,
-                estimate([kinds[s.case] for s in specs], model, settings))  # fmt: skip
-
-
-def run(
-    p: Plan,
-    *,
-    runs: int,
-    runtime: str,
-    names: list[str],
-    max_usd: float | None,
-    jobs: int | None,
-    timeout_s: float,
-    progress: Progress | None = None,
-) -> tuple[Any, dict[str, Any]]:
-    """Run the plan under the cap: the EvalRun (a model eval) and its live summary."""
-    import time
-
-    from harness_cli.eval import runner
-    from harness_cli.eval.pool import run_trials
-
-    cap = Cap(max_usd)
-
-    def ended(result: TrialResult, done: int, total: int) -> None:
-        cap.add(result)
-        if progress is not None:
-            progress(result, done, total)
-
-    began = time.monotonic()
-    trials = run_trials(p.specs, jobs=jobs, timeout_s=timeout_s, progress=ended,
-                        admit=cap.admit)  # fmt: skip
-    cap.not_started = len(p.specs) - len(trials)
-    result = runner.summarise(trials, runtime=runtime, runs=runs, suite_names=names,
-                              wall=time.monotonic() - began)  # fmt: skip
-    return result, summary(trials, p.estimate, cap)

@@ -13,6 +13,8 @@ from pydantic import ValidationError
 
 from harness_cli.errors import ConfigError, InputError
 from harness_cli.investigation.library import EVALS_DIR, LibraryCase
+from harness_cli.sandbox.anthropic_forward import Upstream
+from harness_cli.sandbox.model_script import load_script
 
 if TYPE_CHECKING:
     from harness_cli.sandbox.anthropic_forward import Upstream
@@ -43,7 +45,6 @@ def resolve(name: str) -> tuple[str, list[Path]]:
 
 def load_case_file(path: str | Path) -> LibraryCase:
     """One case file, checked (format and model script); a bad file is one ConfigError."""
-    from harness_cli.sandbox.model_script import load_script
 
     path = Path(path)
     try:
@@ -85,7 +86,6 @@ def live_upstream(case: LibraryCase) -> Upstream | None:
     the script plays every role."""
     if not case.live_roles:
         return None
-    from harness_cli.sandbox.anthropic_forward import Upstream
 
     env = live_model_env(case)
     return Upstream(env["ANTHROPIC_BASE_URL"], env["ANTHROPIC_API_KEY"], case.live_roles)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness_cli.investigation.library import LibraryCase, Observed, check
+from harness_cli.sandbox.investigation_library import run_case
 
 Status = Literal["pass", "fail", "policy_stop", "timeout", "crash", "grader_error"]
 ACCEPTED_EXIT = "complete"
@@ -106,7 +107,6 @@ def failed_trial(spec: TrialSpec, status: Status, why: str, seconds: float) -> T
 def run_trial(spec: TrialSpec, case: LibraryCase, anthropic: Any = None) -> TrialResult:
     """Run and grade one trial in this process (a worker's job)."""
     from harness_cli.eval.live import trial_case
-    from harness_cli.sandbox.investigation_library import run_case
 
     case = trial_case(spec, case)
     began = time.monotonic()

@@ -9,14 +9,16 @@ import json
 import os
 import sys
 
+from harness_cli.eval.suites import load_case_file
+from harness_cli.eval.trial import TrialSpec, run_trial
+from harness_cli.investigation.library import LibraryCase
+from harness_cli.sandbox.anthropic_api import AnthropicEmulator
+
 
 def main() -> int:
     results = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # the harness's own output must never mix with the results
     sys.stdout = sys.stderr
-    from harness_cli.eval.trial import TrialSpec, run_trial
-    from harness_cli.investigation.library import LibraryCase
-    from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 
     emulator = AnthropicEmulator()
     emulator.start()
@@ -26,8 +28,6 @@ def main() -> int:
             spec = TrialSpec(**json.loads(raw))
             case = cases.get(spec.case_path)
             if case is None:
-                from harness_cli.eval.suites import load_case_file
-
                 case = cases[spec.case_path] = load_case_file(spec.case_path)
             result = run_trial(spec, case, anthropic=emulator)
             results.write(json.dumps(result.to_json()) + "\n")

@@ -32,14 +32,17 @@ from typing import Any
 from harness_cli import clock
 from harness_cli.agents.runtime import Runtime
 from harness_cli.config import Config
+from harness_cli.dispatch import journal
 from harness_cli.errors import HarnessError, LockHeld, PolicyRefused
 from harness_cli.improvement import gap_patterns, gap_reports, patch_suggester
 from harness_cli.improvement.retrospective import write_retrospective
 from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.logs import event
-from harness_cli.obligations import journal
-from harness_cli.ops.outbound import Outbound
+from harness_cli.memory import transcripts
+from harness_cli.outbox.outbound import Outbound
+from harness_cli.outbox.slack_door import Owed
 from harness_cli.services.gitlab import GitLab
+from harness_cli.sessions.waiting import AwaitingApproval
 from harness_cli.state import files
 from harness_cli.state.locks import workflow_lock
 from harness_cli.state.models import PatchPrEntry
@@ -288,7 +291,6 @@ def _tell(
     cfg: Config, services: Services, case_id: str, text: str, outcome: FinalizeOutcome
 ) -> None:
     thread = registry.case_thread(case_id)
-    from harness_cli.obligations.slack_door import Owed
 
     try:
         if thread is not None:
@@ -324,7 +326,6 @@ def last_activity(
 
 def case_activity(case_id: str, folder: Path) -> list[datetime]:
     """When the harness last saw the case move outside ``case.json``."""
-    from harness_cli.memory import transcripts
 
     found = [t.meta.at for t in transcripts.list_all(folder) if t.meta.at is not None]
     for handle in (files.oncall_thread_map(), files.task_thread_map()):
@@ -354,7 +355,6 @@ def finalize_due(
     """Every case with gap reports idle for ``finalize_idle_hours`` or more, finalized once.
     ``enter(case_id)``: the context each finalized case runs in — the command passes the shared
     workflow entry (its work session: a case another session holds is ``denied``, naming it)."""
-    from harness_cli.sessions.waiting import AwaitingApproval
 
     opened = enter or (lambda case_id: workflow_lock("finalize", case_id))
     idle = timedelta(hours=cfg.harness.thresholds.finalize_idle_hours)

@@ -39,7 +39,7 @@ from harness_cli.improvement.retrospective import (
 from harness_cli.improvement.thresholds import ImprovementThresholds
 from harness_cli.logs import event
 from harness_cli.loop.prompts import sops_dir
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state.store import JsonFile, atomic_write_text
 from harness_cli.workspace import registry
 

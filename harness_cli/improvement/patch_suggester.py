@@ -27,6 +27,8 @@ from harness_cli.delivery import acceptance, mr, worktrees
 from harness_cli.delivery.commit import commit_all, head_sha, styled_message
 from harness_cli.delivery.push import recovery as push
 from harness_cli.errors import PolicyRefused, ServiceError
+from harness_cli.eval import gate
+from harness_cli.eval.before_after import measure
 from harness_cli.improvement.gap_patterns import ClusterRecord
 from harness_cli.improvement.gap_reports import GapReport
 from harness_cli.improvement.thresholds import ImprovementThresholds
@@ -34,7 +36,7 @@ from harness_cli.logs import event
 from harness_cli.loop.guard_notes import render_guard_notes
 from harness_cli.loop.jsonblocks import json_objects
 from harness_cli.loop.prompts import render, sops_dir
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
 from harness_cli.workspace.case import Case
 
@@ -152,10 +154,8 @@ def _eval_figures(job: PatchJob, wt: worktrees.Worktree) -> Any:
     """The eval suite on the prompts and SOPs before and after this change (#18 point 4)."""
     if not job.th.eval_suites:
         return None
-    from harness_cli.eval.before_after import measure
 
     figures = measure(list(job.th.eval_suites), job.th.eval_runs, wt.path)
-    from harness_cli.eval import gate
 
     # the MR's pipeline gates on the before run: `harness eval --overlay . --baseline FILE`
     # …and names the model-facing files as they were, so the gate can tell an MR that changes

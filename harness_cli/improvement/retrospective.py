@@ -35,7 +35,9 @@ from harness_cli import clock
 from harness_cli.config import Config
 from harness_cli.improvement import failure_modes as fm
 from harness_cli.improvement.gap_reports import read_case_reports
+from harness_cli.investigation.gates.g_gates import reachable
 from harness_cli.logs import event
+from harness_cli.loop.report import extract_report
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import Case
@@ -133,8 +135,6 @@ def _gate_modes(col: _Collector, folder: Path, kind: str) -> int:
 
 def _skipped_sources(col: _Collector, folder: Path) -> None:
     """Reachable sources still unchecked in the last valid completion report."""
-    from harness_cli.investigation.gates.g_gates import reachable
-    from harness_cli.loop.report import extract_report
 
     for path in reversed(sorted((folder / "iterations").glob("[0-9]*.json"))):
         data = _load(path)

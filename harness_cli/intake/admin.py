@@ -10,8 +10,12 @@ import logging
 import re
 from urllib.parse import parse_qs, urlsplit
 
-from harness_cli import clock, dispatch
+from harness_cli import clock
+from harness_cli.delivery import reopen
+from harness_cli.dispatch import dispatcher as dispatch
 from harness_cli.errors import HarnessError, InputError
+from harness_cli.improvement.retrospective import write_retrospective
+from harness_cli.intake import held as held_work
 from harness_cli.intake import pause
 from harness_cli.intake.admin_parser import (
     USAGE,
@@ -20,11 +24,19 @@ from harness_cli.intake.admin_parser import (
     parse_admin,
     parse_amount,
 )
+from harness_cli.intake.admin_task import retry, task
 from harness_cli.intake.context import Intake
+from harness_cli.intake.tickets import open_ticket
+from harness_cli.investigation import hand
 from harness_cli.logs import event
+from harness_cli.loop import outage
+from harness_cli.ops.summary import last_24h
+from harness_cli.outbox.outbound import is_own_post
+from harness_cli.sessions import waiting
 from harness_cli.state import files
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import validate_case_id
+from harness_cli.workspace.repair import repair_case
 
 log = logging.getLogger("harness.admin")
 
@@ -39,7 +51,8 @@ def from_slack(
     """An admin line seen in the self-DM: run it, answer in a thread under it (and read that
     thread for a while: the next command may come as a reply there). A redelivered command
     whose answer is already in Slack was carried out: it is not run twice."""
-    from harness_cli.intake import threads
+    # threads runs admin lines: a two-module pair
+    from harness_cli.intake import threads  # noqa: PLC0415
 
     if thread_ts is None:
         threads.track_admin(ctx, ts)
@@ -57,7 +70,6 @@ def from_slack(
 
 def _answered(ctx: Intake, channel: str, ts: str, thread_ts: str) -> bool:
     """Our answer follows the command in its thread before anything else the operator says."""
-    from harness_cli.ops.outbound import is_own_post
 
     for message in ctx.call(lambda: ctx.slack.replies(channel, thread_ts, oldest=ts)):
         if float(message.get("ts", 0)) <= float(ts):
@@ -92,8 +104,6 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         until = clock.human(state.paused_until) if state.paused_until else "`oncall resume`"
         return f"paused: automatic dispatch is muted until {until}; your commands still work"
     if verb == "oncall-resume":
-        from harness_cli.intake import held as held_work
-
         was, _ = pause.resume(by=ctx.operator)
         replayed = held_work.replay(ctx.backend)
         ctx.tally.replayed += replayed
@@ -112,12 +122,8 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
     if verb in ("mr-rescan", "mr-pause", "mr-resume"):
         return _mr(verb, cmd.args[0])
     if verb == "task":
-        from harness_cli.intake.admin_task import task
-
         return task(ctx, cmd.args[0], auto="--auto" in cmd.flags)
     if verb == "retry":
-        from harness_cli.intake.admin_task import retry
-
         return retry(ctx, cmd.args[0])
     if verb == "oncall-run":
         return _oncall_run(ctx, cmd.args[0])
@@ -141,30 +147,20 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         with registry.update_case(case_id, ctx.cfg.harness.thresholds, "closed") as case:
             moved = case.move("closed", by="operator", note="admin close-case")
         if moved:
-            from harness_cli.improvement.retrospective import write_retrospective
-
             write_retrospective(ctx.cfg, case_id, reason="admin close-case")
         return f"{case_id} {'closed' if moved else 'was already closed'}"
     if verb == "repair":
-        from harness_cli.workspace.repair import repair_case
-
         return repair_case(cmd.args[0], ctx.cfg.harness.thresholds).reply()
     if verb == "budget":
         return _budget(ctx, validate_case_id(cmd.args[0]), parse_amount(cmd.args[1]))
     if verb in ("reopen", "accept-checks"):
-        from harness_cli.delivery import reopen
-
         case_id = validate_case_id(cmd.args[0])
         if verb == "reopen":
             return reopen.reopen_case(ctx.cfg, case_id, by=ctx.operator).message
         return reopen.accept_checks(ctx.cfg, case_id, by=ctx.operator)[1]
     if verb == "approve":
-        from harness_cli.sessions import waiting
-
         return waiting.approve(cmd.args[0], backend=ctx.backend)
     if verb == "run":
-        from harness_cli.investigation import hand
-
         return hand.run_one(
             ctx.cfg, validate_case_id(cmd.args[0]), int(cmd.args[1]), ctx.jira, ctx.out,
             confirm="--confirm" in cmd.flags,
@@ -216,7 +212,6 @@ def status_text(ctx: Intake) -> str:
         f"open cases: {len(open_cases)}; monitored MRs: {len(mrs)}"
         + (f" ({sum(1 for m in mrs.values() if m.paused)} paused)" if mrs else "")
     )
-    from harness_cli.loop import outage
 
     waiting = outage.current()
     if waiting is not None and waiting.waiting:
@@ -232,7 +227,6 @@ def status_text(ctx: Intake) -> str:
     if broken:  # a case nobody can read is work nobody is doing: said, never hidden
         lines.append(f"unreadable cases: {len(broken)}")
         lines += [f"• {c['id']}: {c['problem']}" for c in broken[:10]]
-    from harness_cli.ops.summary import last_24h
 
     lines += last_24h().lines()
     return "\n".join(lines)
@@ -275,8 +269,6 @@ def _mr(verb: str, ref: str) -> str:
 
 
 def _oncall_run(ctx: Intake, url: str) -> str:
-    from harness_cli.intake.messages import open_ticket
-
     channel, ts = parse_permalink(url)
     thread = ctx.call(lambda: ctx.slack.replies(channel, ts))
     if not thread:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import logging
 
 from harness_cli.config import resolve_project
+from harness_cli.delivery import reopen
 from harness_cli.errors import HarnessError, InputError, LockHeld
 from harness_cli.intake import case_thread, jira_source
+from harness_cli.intake.build import local_context
 from harness_cli.intake.context import Intake
 from harness_cli.logs import event
+from harness_cli.outbox import notify
 from harness_cli.state.locks import hold
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import validate_case_id
@@ -149,7 +152,6 @@ def retry(ctx: Intake, key: str) -> str:
     ``reopen`` then ``task`` it; a run that failed before it began left it ``approved``, where
     both refused, and only a shell moved it. An MR still open is the monitor's (``mr rescan``);
     a case with no finished investigation is investigated (``task``)."""
-    from harness_cli.delivery import reopen
 
     case_id = validate_case_id(key)
     case = registry.load_case(case_id)
@@ -191,16 +193,11 @@ def auto_after_investigation(case_id: str) -> str | None:
     flag was read only when ``admin: task`` was typed again. ``task_auto`` lives in the case's
     control folder, which only harness code writes, and only the operator's own command sets
     it ([hardening-2] R4): nothing an agent wrote can make a case unattended."""
-    from harness_cli.intake.admin import execute
-    from harness_cli.intake.admin_parser import AdminCommand
-    from harness_cli.intake.build import local_context
-    from harness_cli.ops import notify
-
     case = registry.load_case(case_id)
     if not case.task_auto or case.status != "awaiting_approval":
         return None
     ctx = local_context()
-    answer = execute(ctx, AdminCommand("task", (case_id,)))
+    answer = task(ctx, case_id, auto=False)  # what `admin: task <case>` runs
     try:
         notify.dm(ctx.out, ctx.cfg, "task_auto",
                   f"no approval awaited (`admin: task {case_id} --auto`): {answer}",

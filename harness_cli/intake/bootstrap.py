@@ -7,7 +7,7 @@ the workspace knows, not from the last hour of Slack (issue #13, point 3).
 - The threads of the workspace's open cases (each ``case.json``'s source ticket and case
   thread) are registered in this machine's maps, read from the install on.
 - Tickets of the lookback window that the workspace already holds as cases are recognised by
-  case id and source (``messages.open_ticket``) and not reopened.
+  case id and source (``tickets.open_ticket``) and not reopened.
 - The operator is told once, in one DM, what was skipped.
 
 A home that already has cursors predates this rule: it is marked bootstrapped as it is.

@@ -16,7 +16,7 @@ from harness_cli.errors import HarnessError
 from harness_cli.faults import crash_point
 from harness_cli.intake.context import Intake
 from harness_cli.logs import event
-from harness_cli.ops.outbound import is_own_post
+from harness_cli.outbox.outbound import is_own_post
 from harness_cli.state.models import ThreadEntry
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import Case

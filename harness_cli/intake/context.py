@@ -10,11 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
-from harness_cli import dispatch
 from harness_cli.config import Config
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch.backends import BackendName
+from harness_cli.dispatch.payload import Payload, Trigger, idempotency_key
 from harness_cli.intake import pause
 from harness_cli.logs import event
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.jira import Jira
 from harness_cli.services.slack import RateLimited, Slack
 from harness_cli.state import files
@@ -64,7 +66,7 @@ class Intake:
     cfg: Config
     slack: Slack
     out: Outbound
-    backend: dispatch.Backend
+    backend: BackendName
     budget_seconds: float = 30.0
     tally: Tally = field(default_factory=Tally)
     started: float = field(default_factory=time.monotonic)
@@ -141,7 +143,7 @@ class Intake:
         *,
         case_id: str,
         case_dir: str,
-        trigger: dispatch.Trigger,
+        trigger: Trigger,
         channel: str = "",
         thread_ts: str = "",
         args: dict[str, object] | None = None,
@@ -149,7 +151,7 @@ class Intake:
         """Dispatch a workflow unless the pause holds it back (automatic triggers only: those are
         queued and replayed when the pause ends). Idempotent by the payload key (one event, one
         dispatch, however often a crashed run retries it)."""
-        payload = dispatch.Payload(
+        payload = Payload(
             workflow=workflow,
             case_id=case_id,
             case_dir=case_dir,
@@ -158,7 +160,7 @@ class Intake:
             trigger=trigger,
             args=dict(args or {}),
         )
-        payload.key = dispatch.idempotency_key(payload)
+        payload.key = idempotency_key(payload)
         detail = f"{workflow} ({trigger.kind})"
         if not pause.allow(
             trigger.kind, case_id=case_id, detail=detail, payload=payload.model_dump(mode="json")
@@ -171,9 +173,7 @@ class Intake:
             self.tally.dispatched.append(f"{workflow} {case_id}{waits}")
         return True
 
-    def trigger(self, user: str | None = None) -> dispatch.Trigger:
+    def trigger(self, user: str | None = None) -> Trigger:
         """The trigger of what an admin command starts: the operator's intent, keyed by the
         command's Slack ts when it came from Slack."""
-        return dispatch.Trigger(
-            kind="admin_command", user=user or self.operator, ts=self.command_ts
-        )
+        return Trigger(kind="admin_command", user=user or self.operator, ts=self.command_ts)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 
-from harness_cli import dispatch
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch.backends import BackendName
+from harness_cli.dispatch.payload import Payload
 from harness_cli.intake import pause
 from harness_cli.logs import event
 from harness_cli.state import files
@@ -20,7 +22,7 @@ from harness_cli.state.locks import hold
 log = logging.getLogger("harness.pause")
 
 
-def replay(backend: dispatch.Backend) -> list[str]:
+def replay(backend: BackendName) -> list[str]:
     """Dispatch every held item if no pause is on; returns ``workflow case_id`` of each."""
     if not _due():
         return []
@@ -31,7 +33,7 @@ def replay(backend: dispatch.Backend) -> list[str]:
             if pause.active(state) or not state.held_work:
                 break
             item = state.held_work[0]
-            payload = dispatch.Payload.model_validate(item.payload)
+            payload = Payload.model_validate(item.payload)
             dispatch.dispatch(payload, backend=backend)
             pause.pop_held(payload.key, item)
             done.append(f"{item.workflow} {item.case_id}")

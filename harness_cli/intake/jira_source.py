@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness_cli import dispatch
+from harness_cli.dispatch.payload import Trigger
 from harness_cli.errors import HarnessError, ServiceError
 from harness_cli.logs import event
 from harness_cli.services.jira import Jira, JiraIssue, render
@@ -97,7 +97,7 @@ def retry_waiting(ctx: Any) -> list[str]:
                 str(then["workflow"]),
                 case_id=case_id,
                 case_dir=str(registry.case_dir(case_id)),
-                trigger=dispatch.Trigger.model_validate(then.get("trigger") or {"kind": "jira"}),
+                trigger=Trigger.model_validate(then.get("trigger") or {"kind": "jira"}),
                 channel=str(then.get("channel", "")),
                 thread_ts=str(then.get("thread_ts", "")),
                 args=dict(then.get("args") or {}),

@@ -34,13 +34,14 @@ from typing import Literal
 
 from harness_cli.errors import HarnessError, StateError
 from harness_cli.faults import crash_point
-from harness_cli.intake import messages
+from harness_cli.intake import messages, threads
 from harness_cli.intake.context import BudgetExhausted, Intake
 from harness_cli.logs import event
-from harness_cli.obligations import scope
+from harness_cli.outbox import scope
 from harness_cli.services.slack import Message
 from harness_cli.state import dedup, files
 from harness_cli.state.models import InFlight, ThreadEntry
+from harness_cli.workspace import registry
 
 log = logging.getLogger("harness.intake")
 
@@ -172,7 +173,6 @@ class Lifecycle:
         dedup.release(self.unfinished)
         if not self.finished:
             return
-        from harness_cli.workspace import registry
 
         try:
             count = len(self.ctx.tally.new_cases)
@@ -206,7 +206,6 @@ def floors(ctx: Intake) -> dict[str, float]:
     """Per channel, the oldest ts any reader may still read: the channel's cursor, and each live
     thread's read window. A done key above its channel's floor must stay (the frozen cursor of a
     quiet channel re-reads its newest message for days)."""
-    from harness_cli.intake import threads
 
     cursors = files.slack_cursors().read()
     out: dict[str, float] = {}

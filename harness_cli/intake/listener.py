@@ -22,7 +22,7 @@ from harness_cli.intake import bootstrap
 from harness_cli.intake.context import Intake
 from harness_cli.intake.lifecycle import Lifecycle, find_thread
 from harness_cli.logs import event
-from harness_cli.ops.outbound import is_own_post
+from harness_cli.outbox.outbound import is_own_post
 from harness_cli.state.models import ThreadMap
 
 log = logging.getLogger("harness.listen")

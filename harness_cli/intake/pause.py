@@ -24,7 +24,7 @@ from harness_cli.state import files
 from harness_cli.state.models import HeldBack, HeldWork, OncallState
 
 if TYPE_CHECKING:
-    from harness_cli.ops.outbound import Outbound
+    from harness_cli.outbox.outbound import Outbound
 
 log = logging.getLogger("harness.pause")
 

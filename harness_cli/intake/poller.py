@@ -21,6 +21,7 @@ from harness_cli import clock
 from harness_cli.errors import HarnessError, ServiceError
 from harness_cli.intake import bootstrap, held, pause, threads
 from harness_cli.intake.context import BudgetExhausted, Intake
+from harness_cli.intake.jira_source import retry_waiting
 from harness_cli.intake.lifecycle import Lifecycle
 from harness_cli.logs import event
 from harness_cli.services.slack import Message
@@ -55,8 +56,6 @@ def poll_cycle(ctx: Intake) -> None:
         life.close()
         ctx.lifecycle = None
     try:
-        from harness_cli.intake.jira_source import retry_waiting
-
         ctx.tally.recovered += retry_waiting(ctx)  # cases that wait for Jira (#30)
     except HarnessError as exc:
         ctx.tally.errors.append(f"cases waiting for Jira: {exc.line()}")

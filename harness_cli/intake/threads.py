@@ -23,12 +23,16 @@ import logging
 import time
 from typing import Any
 
+from harness_cli.approval import approval_reaction
 from harness_cli.errors import HarnessError, ServiceError
 from harness_cli.intake.context import BudgetExhausted, Intake
 from harness_cli.logs import event
+from harness_cli.outbox.notify import dm
+from harness_cli.outbox.outbound import is_own_post
 from harness_cli.services.slack import ThreadGone
 from harness_cli.state import files
 from harness_cli.state.models import ThreadEntry, ThreadMap
+from harness_cli.workspace import registry
 
 log = logging.getLogger("harness.poll")
 
@@ -136,10 +140,8 @@ def approve_by_reaction(ctx: Intake, entry: ThreadEntry, found: list[Any]) -> No
     draft) approves a case that waits for it, as ``admin: task <case>`` typed there would —
     with no followup run and no model call. Only the newest post counts: an old ✅ on an
     earlier draft does not approve a case reopened since. The status makes it idempotent."""
-    from harness_cli.approval import approval_reaction
-    from harness_cli.intake import admin
-    from harness_cli.ops.outbound import is_own_post
-    from harness_cli.workspace import registry
+    # admin tracks its threads here: a two-module pair
+    from harness_cli.intake import admin  # noqa: PLC0415
 
     own = [m for m in found if is_own_post(m, entry.channel)]
     if not own:
@@ -205,7 +207,6 @@ storm) in one DM listing them, rather than a burst of posts."""
 def _tell(ctx: Intake, gone: list[ThreadEntry]) -> None:
     """An open case losing a thread is the operator's business: say it in the case thread (or,
     when the case thread itself is gone, in the self-DM)."""
-    from harness_cli.ops.notify import dm
 
     open_ = [e for e in gone if e.role != "admin" and _case_open(e.case_id)]
     if not open_:
@@ -237,8 +238,6 @@ def _tell(ctx: Intake, gone: list[ThreadEntry]) -> None:
 
 
 def _case_open(case_id: str) -> bool:
-    from harness_cli.workspace import registry
-
     try:
         return registry.load_case(case_id).status != "closed"
     except HarnessError:

@@ -10,7 +10,7 @@ on it:
 - :func:`plan` — at publish, every action of the report is numbered and written to the case's
   control folder (``actions.json``: no agent writes there, so no agent can promote a draft);
 - :func:`run_auto` — after the publish of a ``complete`` exit at the bar, the harness runs the
-  auto actions through the outbox (:mod:`obligations.jira_door`: one key per action, found
+  auto actions through the outbox (:mod:`outbox.jira_door`: one key per action, found
   again after a crash or a lost answer) and reports each in the case thread; then it lists the
   drafts with the one command that runs each;
 - :func:`run_one` — ``admin: run CASE N``: the operator runs draft N. A destructive action or
@@ -32,11 +32,11 @@ from harness_cli.errors import HarnessError, InputError, ServiceError
 from harness_cli.investigation.rules import split_actions
 from harness_cli.logs import event
 from harness_cli.loop.report import CompletionReport
-from harness_cli.obligations import jira_door, scope
+from harness_cli.outbox import jira_door, scope
 from harness_cli.workspace import control, registry
 
 if TYPE_CHECKING:
-    from harness_cli.ops.outbound import Outbound
+    from harness_cli.outbox.outbound import Outbound
     from harness_cli.services.jira import Jira
 
 log = logging.getLogger("harness.hand")

@@ -18,16 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_cli import components
+from harness_cli import components, paths
 from harness_cli.config import Config
 from harness_cli.cost import meter
+from harness_cli.cost.budgets import BudgetExceeded
 from harness_cli.investigation import precommit
 from harness_cli.investigation.analysis import investigator_notes
 from harness_cli.investigation.anchor import empirical_anchor
 from harness_cli.investigation.gates import evaluate, missing_report
 from harness_cli.investigation.gates.a_gates import pinned_block
 from harness_cli.investigation.reviewer import review
-from harness_cli.investigation.rules import iterations
+from harness_cli.investigation.rules import iterations, wall_clock_used_up
 from harness_cli.investigation.staging import Narrative
 from harness_cli.logs import event
 from harness_cli.loop.evidence import Evidence, ToolUse, round_facts
@@ -84,9 +85,6 @@ class Loop:
         return render(self.cfg, name, **values)
 
     def run(self) -> LoopResult:
-        from harness_cli.cost.budgets import BudgetExceeded
-        from harness_cli.investigation.rules import wall_clock_used_up
-
         t = self.cfg.harness.investigation
         if self.runner.deadline is None:
             self.runner.deadline = self.started + t.wall_clock_minutes * 60
@@ -263,8 +261,6 @@ class Loop:
         return (locked or slate), notes
 
     def _enforce(self) -> tuple[precommit.Slate | None, list[str]]:
-        from harness_cli import paths
-
         return precommit.enforce(
             self.case_dir, original=precommit.first_committed(paths.workspace())
         )

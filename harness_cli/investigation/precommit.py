@@ -29,8 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness_cli import clock, paths
 from harness_cli.agents import guard
+from harness_cli.errors import HarnessError
 from harness_cli.logs import event
 from harness_cli.loop.jsonblocks import json_objects
+from harness_cli.services.git import Git
 from harness_cli.state.store import atomic_write_json, atomic_write_text
 
 log = logging.getLogger("harness.precommit")
@@ -263,9 +265,6 @@ def first_committed(workspace: Path) -> Callable[[Path], bytes | None]:
     """``original`` for ``enforce``: the file as the workspace commit that added it has it."""
 
     def read(path: Path) -> bytes | None:
-        from harness_cli.errors import HarnessError
-        from harness_cli.services.git import Git
-
         git = Git(workspace)
         try:
             rel = path.resolve().relative_to(workspace.resolve()).as_posix()

@@ -11,13 +11,18 @@ no commit, no push.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness_cli import clock
 from harness_cli.approval import APPROVAL_HINT
+from harness_cli.bounds import bound
 from harness_cli.config import Config
+from harness_cli.cost.meter import spend_line
+from harness_cli.dispatch import journal
+from harness_cli.investigation import hand
 from harness_cli.investigation.analysis import FILE as ANALYSIS
 from harness_cli.investigation.analysis import analysis_md, blockers, investigator_notes
 from harness_cli.investigation.exits import exit_line, points
@@ -26,10 +31,12 @@ from harness_cli.investigation.rules import split_actions
 from harness_cli.logs import event
 from harness_cli.loop.evidence import sources_line
 from harness_cli.loop.report import CompletionReport
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
+from harness_cli.outbox.slack_door import Owed
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import ConfidencePoint
+from harness_cli.workspace.jira_issue import ticket_context
 
 log = logging.getLogger("harness.investigation")
 
@@ -85,7 +92,6 @@ def publish(
     atomic_write_text(
         folder / "TASK.md", task_md(cfg, case_id, line, report, result.confidence, completed)
     )
-    from harness_cli.investigation import hand
 
     hand.plan(cfg, case_id, line, report, result.confidence, completed)  # what may run (#30)
     status = STATUS_AFTER.get(reason, "escalated")
@@ -105,7 +111,6 @@ def publish(
         ]
         case.move(status, by="investigate", note=decision.reason)
     _remember(case_id, line, status, result)
-    from harness_cli.obligations.slack_door import Owed
 
     try:
         posted = _post(cfg, case_id, line, result, out, edit_ts) if out is not None else None
@@ -121,8 +126,6 @@ post (:func:`resume_published`)."""
 
 
 def _remember(case_id: str, line: str, status: str, result: LoopResult) -> None:
-    from harness_cli.obligations import journal
-
     run = journal.current()
     if run is None:
         return
@@ -147,7 +150,6 @@ def resume_published(
 ) -> Published:
     """Finish a run killed after it published: the post it owes, in the same scope — so a post
     that did go out is found, not made twice."""
-    from harness_cli.obligations.slack_door import Owed
 
     thread = registry.case_thread(case_id)
     dm = cfg.harness.operator.self_dm_channel
@@ -242,7 +244,6 @@ def _post(
     edit_ts: str | None = None,
 ) -> str | None:
     thread = registry.case_thread(case_id)  # either map: an `admin: task` case's is a task one
-    from harness_cli.cost.meter import spend_line
 
     dm = cfg.harness.operator.self_dm_channel
     text = dm_text(case_id, line, result)
@@ -262,9 +263,6 @@ def _post(
 def read_ticket(case_dir: Path, limit: int | None = None) -> str:
     """The ticket's text for a prompt, cut to ``limit`` characters (``inputs.ticket_chars``)
     with a note; the whole text stays in message.json."""
-    import json
-
-    from harness_cli.bounds import bound
 
     path = case_dir / "message.json"
     try:
@@ -272,7 +270,6 @@ def read_ticket(case_dir: Path, limit: int | None = None) -> str:
     except (OSError, ValueError):
         return "(message.json unreadable)"
     text = str(message.get("text", "")) if isinstance(message, dict) else str(message)
-    from harness_cli.workspace.jira_issue import ticket_context
 
     text += ticket_context(case_dir)  # the Jira issue the case is keyed by (#30)
     if limit is None:

@@ -11,14 +11,24 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness_cli import clock, paths, wiring
 from harness_cli.agents.factory import configured_runtime, require_credentials
 from harness_cli.config import Config, load_config
-from harness_cli.errors import EXIT_FAILED, PolicyRefused
+from harness_cli.dispatch import journal
+from harness_cli.errors import EXIT_FAILED, InputError, PolicyRefused
+from harness_cli.investigation import hand, precommit
+from harness_cli.investigation.analysis import investigator_notes
+from harness_cli.investigation.gates import evaluate
 from harness_cli.investigation.loop import Loop, cache_prefix
 from harness_cli.investigation.publish import PUBLISHED, publish, read_ticket, resume_published
+from harness_cli.investigation.reviewer import review
+from harness_cli.investigation.staging import Narrative
 from harness_cli.loop import outage
+from harness_cli.loop.prompts import render
+from harness_cli.loop.report import extract_report
 from harness_cli.loop.runs import CaseRunner, ModelUnavailable, evidence_paths
 from harness_cli.ops import status_message
+from harness_cli.state.store import atomic_write_json
 from harness_cli.workspace import registry
 
 STARTABLE = ("new", "investigating", "awaiting_approval", "failed", "escalated")
@@ -32,7 +42,6 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
             f"case {case_id} is {case.status}; not investigating it again",
             hint="reopen it first if that is what you want",
         )
-    from harness_cli.obligations import journal
 
     run = journal.current()
     saved = run.recall(PUBLISHED) if run is not None and post else None
@@ -70,9 +79,7 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
         raise
     out = None
     if post:
-        from harness_cli.services import factory
-
-        out = factory.outbound(cfg)
+        out = wiring.outbound(cfg)
     # The exit line goes out once: the result is written over the live status message.
     edit_ts = status.handover() if status is not None else None
     done = publish(cfg, case_id, result, out, sync_now=post, edit_ts=edit_ts)
@@ -111,9 +118,7 @@ def _wait_for_model(
     if status is not None:  # first: the next try goes on editing this message
         status.waiting(f"the model API is {why}; tried again by itself")
     if post:
-        from harness_cli.services import factory
-
-        outage.wait(cfg, factory.outbound(cfg, factory.lazy_slack()), case_id=case_id,
+        outage.wait(cfg, wiring.outbound(cfg, wiring.lazy_slack()), case_id=case_id,
                     workflow="investigate", detail=exc.detail,
                     status_ts=status.ts if status is not None else None)  # fmt: skip
     line = f"waiting: the model API is {why}; case {case_id} is tried again by the next cycles"
@@ -136,9 +141,8 @@ def _wait_for_model(
 def _resume(cfg: Config, case_id: str, saved: dict[str, Any]) -> dict[str, Any]:
     """A run killed after it published (the case holds the result): post what it owes, close
     its live status message, and report what it concluded — no second investigation."""
-    from harness_cli.services import factory
 
-    out = factory.outbound(cfg, factory.lazy_slack())
+    out = wiring.outbound(cfg, wiring.lazy_slack())
     status = status_message.for_case(cfg, out, case_id, f"investigate {case_id}")
     done = resume_published(cfg, case_id, saved, out)
     if status is not None:
@@ -165,10 +169,8 @@ def _resume(cfg: Config, case_id: str, saved: dict[str, Any]) -> dict[str, Any]:
 def _hand(cfg: Config, case_id: str, out: Any) -> list[str]:
     """The 95+ rule (#30): after the draft is out, the harness runs the actions that may run
     by themselves (a resumed run finds those its predecessor ran), and lists the drafts."""
-    from harness_cli.investigation import hand
-    from harness_cli.services import factory
 
-    return hand.run_auto(cfg, case_id, factory.jira(), out)
+    return hand.run_auto(cfg, case_id, wiring.jira(), out)
 
 
 def _committer(cfg: Config, case_id: str) -> Any:
@@ -180,16 +182,13 @@ def _committer(cfg: Config, case_id: str) -> Any:
 
 
 def _live_status(cfg: Config, case_id: str) -> status_message.StatusReporter | None:
-    from harness_cli.services import factory
-
-    out = factory.outbound(cfg, factory.lazy_slack())
+    out = wiring.outbound(cfg, wiring.lazy_slack())
     return status_message.for_case(cfg, out, case_id, f"investigate {case_id}")
 
 
 def _archive_previous_run(folder: Path) -> None:
     """A re-investigation keeps the earlier run: its iterations and reviews move under
     ``runs/<stamp>/`` instead of being overwritten from ``01.json`` on."""
-    from harness_cli import clock
 
     moved = [
         d for d in (folder / "iterations", folder / "review") if d.is_dir() and any(d.iterdir())
@@ -206,16 +205,6 @@ def review_case(case_id: str) -> dict[str, Any]:
     """Both reviews of the latest report in ``iterations/``, each in its own staged folder,
     with the slate as locked (a changed lock file is put back first); saved under
     ``review/``."""
-    from harness_cli import clock, paths
-    from harness_cli.errors import InputError
-    from harness_cli.investigation import precommit
-    from harness_cli.investigation.analysis import investigator_notes
-    from harness_cli.investigation.gates import evaluate
-    from harness_cli.investigation.reviewer import review
-    from harness_cli.investigation.staging import Narrative
-    from harness_cli.loop.prompts import render
-    from harness_cli.loop.report import extract_report
-    from harness_cli.state.store import atomic_write_json
 
     cfg = load_config()
     registry.load_case(case_id)

@@ -25,16 +25,21 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import clock, paths
+from harness_cli.config import load_config
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch.payload import Payload, Trigger
 from harness_cli.errors import HarnessError, InputError
 from harness_cli.logs import event
 from harness_cli.loop.outage_thresholds import OutageThresholds
+from harness_cli.outbox import notify
 from harness_cli.state.locks import hold
 from harness_cli.state.store import atomic_write_text
+from harness_cli.workspace import registry
 
 if TYPE_CHECKING:
     from harness_cli.config import Config
-    from harness_cli.dispatch import Backend
-    from harness_cli.ops.outbound import Outbound
+    from harness_cli.dispatch.backends import BackendName
+    from harness_cli.outbox.outbound import Outbound
 
 log = logging.getLogger("harness.outage")
 
@@ -173,8 +178,6 @@ def _waiting_text(cfg: Config, outage: Outage) -> str:
 
 def _tell(cfg: Config, out: Outbound, outage: Outage) -> str:
     """The outage DM; its ts ("" when Slack refused it for now)."""
-    from harness_cli.ops import notify
-
     text = _waiting_text(cfg, outage)
     return notify.dm(out, cfg, "model_outage", text, key=f"outage-{outage.since}")
 
@@ -218,8 +221,6 @@ def recovered(case_id: str, cfg: Config | None = None, out: Outbound | None = No
 
 
 def _settled(case_id: str) -> bool:
-    from harness_cli.workspace import registry
-
     try:
         return registry.load_case(case_id).status in ("closed", "merged")
     except InputError:  # no such case (any more)
@@ -228,12 +229,9 @@ def _settled(case_id: str) -> bool:
         return False
 
 
-def resume_due(backend: Backend) -> list[str]:
+def resume_due(backend: BackendName) -> list[str]:
     """poll-slack's part: dispatch every waiting case's workflow again once ``next_try`` has
     come (each run retries with backoff itself; a run that gets through ends its wait)."""
-    from harness_cli import dispatch
-    from harness_cli.config import load_config
-    from harness_cli.workspace import registry
 
     outage = current()
     if outage is None or time.time() < outage.next_try:
@@ -251,11 +249,11 @@ def resume_due(backend: Backend) -> list[str]:
             recovered(case_id)
             continue
         try:
-            payload = dispatch.Payload(
+            payload = Payload(
                 workflow=waiting.workflow,
                 case_id=case_id,
                 case_dir=str(registry.case_dir(case_id)),
-                trigger=dispatch.Trigger(kind="model_outage_retry"),
+                trigger=Trigger(kind="model_outage_retry"),
                 args=waiting.args,
                 key=f"{waiting.workflow}|{case_id}|model_outage|{json.dumps(time.time())}",
             )

@@ -9,6 +9,7 @@ import logging
 from pathlib import Path
 from string import Template
 
+from harness_cli import resources
 from harness_cli.config import Config
 from harness_cli.errors import ConfigError
 from harness_cli.logs import event
@@ -17,8 +18,6 @@ log = logging.getLogger("harness.prompts")
 
 
 def render(cfg: Config, name: str, **values: str) -> str:
-    from harness_cli import resources
-
     found = resources.template(cfg.dir, name)
     path = found.path if found else cfg.dir / "prompts" / f"{name}.md"
     try:
@@ -54,7 +53,5 @@ def project_text(cfg: Config, project: str, which: str) -> str:
 
 
 def generic_sop(cfg: Config) -> str:
-    from harness_cli import resources
-
     found = resources.sop(sops_dir(cfg), "INVESTIGATION.md")  # the operator's, else packaged
     return found.path.read_text(encoding="utf-8") if found else ""

@@ -13,12 +13,15 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from harness_cli import paths
 from harness_cli.agents import policy
 from harness_cli.agents.runtime import RunRequest, RunResult, Runtime
 from harness_cli.config import Config
 from harness_cli.errors import EXIT_FAILED, EXIT_USAGE, ConfigError, ServiceError
 from harness_cli.logs import event
 from harness_cli.loop.evidence import ToolUse
+from harness_cli.loop.outage import backoffs
+from harness_cli.loop.prompts import sops_dir
 from harness_cli.ops.status_message import RunStatus, observe
 from harness_cli.workspace import control
 
@@ -239,7 +242,6 @@ class CaseRunner:
     def _run(self, role: str, req: RunRequest) -> str:
         """One call; a transient failure of the model service is tried again with backoff
         while the run's wall clock allows (``loop.outage``), then raised as ``outage``."""
-        from harness_cli.loop.outage import backoffs
 
         waits = backoffs(self.cfg.harness.model_outage)
         while True:
@@ -314,8 +316,6 @@ class CaseRunner:
         """Folders whose changes outside the case folder are put back after the run: the case
         itself (message.json), the SOPs, the config and the pre-commitment records. Not the
         other cases: a concurrent investigation writes there legitimately."""
-        from harness_cli import paths
-        from harness_cli.loop.prompts import sops_dir
 
         trees = (self.case_dir, sops_dir(self.cfg), self.cfg.dir, paths.precommit_dir())
         return tuple(p for p in trees if p.is_dir())

@@ -25,15 +25,17 @@ from typing import Any, Literal
 
 from harness_cli import clock
 from harness_cli.config import Config
+from harness_cli.dispatch import journal
 from harness_cli.logs import event
+from harness_cli.loop.prompts import render
 from harness_cli.memory import state as memstate
 from harness_cli.memory import transcripts
 from harness_cli.memory.notify import tell_operator
-from harness_cli.memory.runner import MemoryRunner
+from harness_cli.memory.runner import MemoryRunner, build
 from harness_cli.memory.thresholds import MemoryThresholds, thresholds_from
 from harness_cli.memory.transcripts import Transcript
 from harness_cli.memory.trigger import evaluate
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state.locks import case_lock
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry
@@ -166,7 +168,6 @@ def _written_before(
     """What the dead run this one resumes wrote: its ``task_written`` checkpoint, if TASK.md is
     still the one it wrote and its transcripts are still unmarked (then only the marking, the
     record and the commit are left)."""
-    from harness_cli.obligations import journal
 
     run = journal.current()
     done = run.recall("task_written") if run is not None else None
@@ -222,8 +223,6 @@ def _mark(
 
 
 def _checkpoint(name: str, value: Any = True) -> None:
-    from harness_cli.obligations import journal
-
     run = journal.current()
     if run is not None:
         run.checkpoint(name, value)
@@ -296,7 +295,6 @@ def _prompt(
     chosen: list[Transcript],
     limits: MemoryThresholds,
 ) -> str:
-    from harness_cli.loop.prompts import render
 
     before = len(old.encode())
     return render(
@@ -313,6 +311,4 @@ def _prompt(
 
 
 def _runner(cfg: Config, folder: Path, project: str, limits: MemoryThresholds) -> MemoryRunner:
-    from harness_cli.memory.runner import build
-
     return build(cfg, folder, project, limits)

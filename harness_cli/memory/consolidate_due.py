@@ -18,7 +18,8 @@ from harness_cli.memory import transcripts
 from harness_cli.memory.consolidate import Consolidation, consolidate_case
 from harness_cli.memory.thresholds import thresholds_from
 from harness_cli.memory.trigger import evaluate
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
+from harness_cli.sessions.waiting import AwaitingApproval
 from harness_cli.state.locks import workflow_lock
 from harness_cli.workspace import registry
 
@@ -52,7 +53,6 @@ Enter = Callable[[str], AbstractContextManager[object]]
 def consolidate_due(
     cfg: Config, *, out: Outbound | None = None, enter: Enter | None = None
 ) -> DueWalk:
-    from harness_cli.sessions.waiting import AwaitingApproval
 
     opened: Enter = enter or (lambda case_id: workflow_lock("consolidate", case_id))
     limits = thresholds_from(cfg.harness)

@@ -20,18 +20,30 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_cli import clock, dispatch
+from harness_cli import clock
 from harness_cli.config import Config
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch.backends import choose_backend
+from harness_cli.dispatch.payload import Payload, Trigger
 from harness_cli.errors import HarnessError, InputError, ServiceError
+from harness_cli.intake import pause
+from harness_cli.intake.admin import execute
+from harness_cli.intake.admin_parser import AdminCommand
+from harness_cli.intake.build import local_context
+from harness_cli.investigation.publish import read_ticket
 from harness_cli.logs import event
+from harness_cli.loop.prompts import render
 from harness_cli.memory import prompt as followup_prompt
 from harness_cli.memory import state as memstate
 from harness_cli.memory import transcripts
+from harness_cli.memory.gap_analyzer import analyze
 from harness_cli.memory.notify import case_thread, post_to_case
 from harness_cli.memory.replies import Reply, Thread, is_approval, new_replies, read_until_visible
-from harness_cli.memory.runner import MemoryRunner
+from harness_cli.memory.runner import MemoryRunner, build
 from harness_cli.memory.thresholds import MemoryThresholds, thresholds_from
-from harness_cli.ops.outbound import Outbound
+from harness_cli.memory.trigger import evaluate
+from harness_cli.outbox.outbound import Outbound
+from harness_cli.outbox.slack_door import Owed
 from harness_cli.services.slack import Slack
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import Case
@@ -139,8 +151,6 @@ class Followup:
     def _answer(
         self, case: Case, folder: Path, thread: Thread, kind: str, replies: list[Reply]
     ) -> Turn:
-        from harness_cli.investigation.publish import read_ticket
-        from harness_cli.loop.prompts import render
 
         ticket_side = not thread.in_self_dm
         built = followup_prompt.build(
@@ -179,9 +189,6 @@ class Followup:
     def _approve(
         self, case: Case, folder: Path, thread: Thread, kind: str, replies: list[Reply]
     ) -> Turn:
-        from harness_cli.intake.admin import execute
-        from harness_cli.intake.admin_parser import AdminCommand
-        from harness_cli.intake.build import local_context
 
         answer = execute(local_context(), AdminCommand("task", (case.id,)))
         event(log, "followup_approval", case_id=case.id, reply_ts=replies[-1].ts, result=answer)
@@ -221,7 +228,6 @@ class Followup:
         limit = self.limits.answer_max_chars
         if len(text) > limit:
             text = text[: limit - 80] + "\n[… cut; the whole answer is in the transcript]"
-        from harness_cli.obligations.slack_door import Owed
 
         try:
             return post_to_case(self.cfg, self.out, case.id, case.kind, text)
@@ -232,9 +238,6 @@ class Followup:
 
     # -- after the turns ----------------------------------------------------------------------
     def _maybe_gap_analysis(self, case: Case, folder: Path) -> list[str]:
-        from harness_cli.investigation.publish import read_ticket
-        from harness_cli.memory.gap_analyzer import analyze
-
         every = self.limits.gap_analyzer_every_replies
         memory = memstate.load(folder)
         if memory.replies_since_gap < every:
@@ -254,9 +257,6 @@ class Followup:
         return [p.name for p in written]
 
     def _maybe_consolidate(self, case: Case, folder: Path, thread: Thread) -> list[str]:
-        from harness_cli.intake import pause
-        from harness_cli.memory.trigger import evaluate
-
         check = evaluate(self.limits, now=clock.now(), state=memstate.load(folder),
                          pending=transcripts.unconsolidated(folder), case=case)  # fmt: skip
         if not check.fires:
@@ -266,23 +266,21 @@ class Followup:
         kind = "consolidate_trigger"
         if not pause.allow(kind, case_id=case.id, detail=f"consolidate ({kind})"):
             return check.fired
-        payload = dispatch.Payload(
+        payload = Payload(
             workflow="consolidate",
             case_id=case.id,
             case_dir=str(folder),
             channel=thread.channel,
             thread_ts=thread.thread_ts,
-            trigger=dispatch.Trigger(kind=kind),
+            trigger=Trigger(kind=kind),
             args={"signals": check.fired},
         )
-        dispatch.dispatch(payload, backend=dispatch.choose_backend(self.cfg.harness.dispatch))
+        dispatch.dispatch(payload, backend=choose_backend(self.cfg.harness.dispatch))
         return check.fired
 
     # -- plumbing -----------------------------------------------------------------------------
     def _ask(self, case: Case, folder: Path) -> MemoryRunner:
         if self.runner is None:
-            from harness_cli.memory.runner import build
-
             self.runner = build(self.cfg, folder, case.project, self.limits)
         return self.runner
 

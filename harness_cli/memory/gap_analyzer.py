@@ -43,6 +43,7 @@ from harness_cli.config import Config
 from harness_cli.errors import InputError
 from harness_cli.logs import event
 from harness_cli.loop.jsonblocks import json_objects
+from harness_cli.loop.prompts import render, sops_dir
 from harness_cli.memory.transcripts import Transcript
 from harness_cli.state.store import atomic_write_text
 
@@ -205,7 +206,6 @@ def write_reports(
 def harness_files(cfg: Config, limit: int = 80) -> str:
     """What a gap report may target: prompts, config, SOPs, and the package's folders — paths
     relative to the harness repo (the folder holding agent-config/)."""
-    from harness_cli.loop.prompts import sops_dir
 
     root = cfg.dir.resolve().parent
     found: list[str] = []
@@ -236,7 +236,6 @@ def analyze(
 ) -> list[Path]:
     """One gap analysis over ``recent`` transcripts; returns the reports written. A malformed
     answer writes nothing and is logged: a missed gap costs less than a garbage report."""
-    from harness_cli.loop.prompts import render
 
     existing = load_gap_reports(case_dir)
     names = [t.path.name for t in recent]

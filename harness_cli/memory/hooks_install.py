@@ -9,6 +9,7 @@ it twice changes nothing.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,6 @@ def hook_settings(hooks_dir: Path = HOOKS_DIR) -> dict[str, Any]:
 
 
 def settings_path() -> Path:
-    import os
-
     base = os.environ.get("CLAUDE_CONFIG_DIR")
     return Path(base) if base else Path.home() / ".claude"
 

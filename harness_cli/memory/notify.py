@@ -9,15 +9,15 @@ import logging
 from harness_cli.config import Config
 from harness_cli.errors import HarnessError
 from harness_cli.logs import event
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state.models import ThreadEntry
+from harness_cli.workspace.registry import case_thread as lookup
 
 log = logging.getLogger("harness.memory")
 
 
 def case_thread(case_id: str, kind: str) -> ThreadEntry | None:
     """The case's thread in the self-DM (either map; ``kind`` is kept for callers)."""
-    from harness_cli.workspace.registry import case_thread as lookup
 
     return lookup(case_id)
 

@@ -18,7 +18,7 @@ from harness_cli.approval import is_approval_text
 from harness_cli.bounds import bound
 from harness_cli.intake.admin_parser import is_admin_text
 from harness_cli.logs import event
-from harness_cli.ops.outbound import is_own_post
+from harness_cli.outbox.outbound import is_own_post
 from harness_cli.services.slack import Message, Slack
 
 log = logging.getLogger("harness.memory")

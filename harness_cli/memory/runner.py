@@ -13,7 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness_cli.agents import policy
+from harness_cli.agents.factory import configured_runtime
 from harness_cli.config import Config
+from harness_cli.investigation.loop import cache_prefix
 from harness_cli.loop.runs import CaseRunner
 from harness_cli.memory.thresholds import MemoryThresholds
 
@@ -32,8 +34,6 @@ MemoryRunner = CaseRunner
 
 def build(cfg: Config, case_dir: Path, project: str, limits: MemoryThresholds) -> MemoryRunner:
     """The configured runtime, with the project's SOPs and KB as the cached prefix."""
-    from harness_cli.agents.factory import configured_runtime
-    from harness_cli.investigation.loop import cache_prefix
 
     runtime = configured_runtime(cfg)
     return CaseRunner(

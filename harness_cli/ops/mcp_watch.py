@@ -30,9 +30,9 @@ from harness_cli import clock, paths
 from harness_cli.config import Config, McpServer, Thresholds
 from harness_cli.errors import ConfigError, HarnessError
 from harness_cli.logs import event
-from harness_cli.ops import notify
 from harness_cli.ops.mcp_probe import Probe, probe_all
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox import notify
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state import files
 from harness_cli.state.locks import hold
 from harness_cli.state.store import JsonFile

@@ -11,6 +11,7 @@ gives a job the login shell's environment. ``harness doctor`` checks them agains
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -18,7 +19,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness_cli import paths
 from harness_cli.errors import ConfigError, ServiceError
+from harness_cli.resources import cron_dir as packaged
+from harness_cli.services.claude_cli import find_claude
 
 BEGIN = "# >>> harness >>>"
 END = "# <<< harness <<<"
@@ -34,7 +38,6 @@ BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 def cron_dir() -> Path:
     """The packaged schedule files (crontab, harness-cron, systemd/, hooks/)."""
-    from harness_cli.resources import cron_dir as packaged
 
     return packaged()
 
@@ -71,8 +74,6 @@ def values(
     bin_path: str | None = None,
 ) -> dict[str, str]:
     """What every scheduled run is started with: absolute paths, nothing left to a shell."""
-    from harness_cli import paths
-    from harness_cli.services.claude_cli import find_claude
 
     binary = bin_path or harness_bin()
     claude = find_claude()
@@ -197,7 +198,6 @@ def assignments(text: str) -> dict[str, str]:
 
 def systemd_dir() -> Path:
     """Where systemd looks for user units: ``$XDG_CONFIG_HOME/systemd/user``."""
-    import os
 
     base = os.environ.get("XDG_CONFIG_HOME")
     return (Path(base) if base else Path.home() / ".config") / "systemd" / "user"

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+from pydantic import ValidationError
+
+from harness_cli.config import HarnessConfig, ProjectsConfig, load_config
 from harness_cli.errors import ConfigError
+from harness_cli.loop.prompts import sops_dir
 
 if TYPE_CHECKING:
     from harness_cli.config import Config
@@ -109,7 +115,6 @@ FLAG_FORMATS: dict[str, tuple[str, str]] = {
 
 def validate(wanted: Wanted) -> None:
     """Each flag value has the shape of what it names, in one line naming the flag."""
-    import re
 
     given = [
         ("--slack-user", [wanted.slack_user] if wanted.slack_user else []),
@@ -145,7 +150,6 @@ def write_config(folder: Path, wanted: Wanted, *, force: bool = False) -> Writte
     """Write the starter config, keep a matching one, refuse a contradicting one. With
     ``force``, only a file that contradicts the flags (or cannot be read) is rewritten, and
     only in the keys the flags name; each old version is kept as the next free backup."""
-    from harness_cli.config import load_config
 
     validate(wanted)
     out = Written()
@@ -230,8 +234,7 @@ def conflicts(cfg: Config, wanted: Wanted) -> list[str]:
 
 def _readable(path: Path, model: type[Any]) -> dict[str, Any] | None:
     """The file's settings when it parses and validates; None when it is missing or broken."""
-    import yaml
-    from pydantic import ValidationError
+    # main() reads the env file through this module on `harness --help`'s path
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -244,9 +247,6 @@ def _readable(path: Path, model: type[Any]) -> dict[str, Any] | None:
 def _write_from_flags(folder: Path, wanted: Wanted, out: Written) -> bool:
     """Each file that is missing, unreadable or contradicts the flags, rewritten from them
     (readable files keep every key the flags do not name). True when anything was written."""
-    from pydantic import ValidationError
-
-    from harness_cli.config import HarnessConfig, ProjectsConfig
 
     old_h = _readable(folder / "harness.yaml", HarnessConfig)
     old_p = _readable(folder / "projects.yaml", ProjectsConfig)
@@ -287,7 +287,7 @@ def _write_from_flags(folder: Path, wanted: Wanted, out: Written) -> bool:
 
 
 def _dump(data: dict[str, Any]) -> str:
-    import yaml
+    # main() reads the env file through this module on `harness --help`'s path
 
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
 
@@ -369,7 +369,6 @@ def _projects_data(wanted: Wanted, old: dict[str, Any] | None) -> dict[str, Any]
 def _write_project_sops(cfg: Config, out: Written) -> None:
     """A starter SOP and knowledge base for each project that has none (the investigator reads
     both on every run; the packaged STYLE.md and INVESTIGATION.md need no copy)."""
-    from harness_cli.loop.prompts import sops_dir
 
     root = sops_dir(cfg)
     for name, project in cfg.projects.projects.items():
@@ -418,20 +417,3 @@ def write_env_file(path: Path, forge: str | None = None) -> Written:
         handle.write("".join(lines))
     out.changed.append(f"wrote {path} (mode 0600): fill in {', '.join(fill)}")
     return out
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """``KEY=value`` lines as the wrapper's ``set -a; . file`` and systemd read them: comments
-    and blank lines skipped, one level of double or single quotes removed."""
-    values: dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        key = key.strip().removeprefix("export ").strip()
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        values[key] = value
-    return values

@@ -22,13 +22,16 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import Protocol
 
+from harness_cli import progress
 from harness_cli.agents.runtime import RunEvent
 from harness_cli.config import Config
+from harness_cli.cost.meter import current, spend_line
 from harness_cli.errors import HarnessError
 from harness_cli.logs import event
 from harness_cli.loop import outage
-from harness_cli.obligations.slack_door import Owed
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.notify import case_thread
+from harness_cli.outbox.outbound import Outbound
+from harness_cli.outbox.slack_door import Owed
 from harness_cli.services.slack import RateLimited
 
 log = logging.getLogger("harness.status")
@@ -233,7 +236,6 @@ class StatusReporter:
 def _cost_line() -> str:
     """The closing edit ends the run: it states what the run spent and the case so far, from
     the cost meter (#18); empty when nothing was metered."""
-    from harness_cli.cost.meter import current, spend_line
 
     case = current().get("case")
     return spend_line(str(case) if case else None)
@@ -253,7 +255,6 @@ def observe(status: RunStatus | None, *, case_id: str, role: str) -> Callable[[R
             event(log, "model_retry", logging.WARNING, case_id=case_id, role=role, **fields)
         if status is not None:
             status.event(ev)
-        from harness_cli import progress
 
         used = sum(v for v in ev.data.values() if isinstance(v, int)) if ev.kind == "usage" else 0
         progress.publish("run", case_id=case_id, role=role, step=status_for(ev), tokens=used)
@@ -264,7 +265,6 @@ def observe(status: RunStatus | None, *, case_id: str, role: str) -> Callable[[R
 def for_case(cfg: Config, out: Outbound, case_id: str, title: str) -> StatusReporter | None:
     """A reporter in the case's thread in the self-DM; None when the case has no thread (a
     top-level placeholder would be exactly the noise the thread exists to avoid)."""
-    from harness_cli.ops.notify import case_thread
 
     thread = case_thread(case_id)
     if thread is None or thread.channel != cfg.harness.operator.self_dm_channel:

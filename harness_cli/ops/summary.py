@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import clock, paths
+from harness_cli.cost.meter import totals
 from harness_cli.errors import HarnessError
+from harness_cli.intake import pause
+from harness_cli.ops.mcp_watch import state_file
+from harness_cli.state import files
+from harness_cli.workspace import registry
 
 WINDOW = timedelta(hours=24)
 _EXIT = re.compile(r"exit=([a-z_]+)")
@@ -135,7 +140,6 @@ def _operator_typo(entry: dict[str, Any]) -> bool:
 
 def _from_cost(summary: Summary, since: datetime, now: datetime) -> None:
     """Tokens and $ from the cost meter: every model call of every workflow, priced once."""
-    from harness_cli.cost.meter import totals
 
     t = totals(since=since, until=now + timedelta(seconds=1)).total
     summary.tokens = {
@@ -172,8 +176,6 @@ def _entries(log: Path, since: datetime, summary: Summary) -> Iterator[dict[str,
 
 
 def _from_registry(summary: Summary, since: datetime) -> None:
-    from harness_cli.workspace import registry
-
     statuses: Counter[str] = Counter()
     for case in registry.list_cases():
         statuses[str(case.get("status") or "?")] += 1
@@ -184,10 +186,6 @@ def _from_registry(summary: Summary, since: datetime) -> None:
 
 
 def _from_state(summary: Summary) -> None:
-    from harness_cli.intake import pause
-    from harness_cli.ops.mcp_watch import state_file
-    from harness_cli.state import files
-
     view = pause.view()
     summary.paused, summary.held_back = view.paused, view.held_back_total
     mrs = files.monitored_mrs().read().mrs

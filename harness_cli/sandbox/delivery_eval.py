@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness_cli.cli import run
+from harness_cli.eval.suites import live_model_env, live_upstream
 from harness_cli.investigation.library import LibraryCase, Observed
 from harness_cli.sandbox.runner import Sandbox, environment
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
@@ -29,8 +31,6 @@ REVIEWER = "alice"
 
 
 def _cli(*argv: str) -> int:
-    from harness_cli.cli import run
-
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         return run(list(argv))
 
@@ -55,7 +55,6 @@ def run_delivery_case(
         with Sandbox(root / "sandbox") as box:
             if not case.live:
                 box.anthropic.load_script(case.model_source(), case.variables or None, seed)
-                from harness_cli.eval.suites import live_upstream
 
                 box.anthropic.play_live(live_upstream(case))  # models: {ROLE: live}
             config = copy_config(root, case, config_root)
@@ -81,8 +80,6 @@ def run_delivery_case(
                 **{k: v for k, v in case.setup.env.items() if v is not None},
             }
             if case.live:  # the real API plays every role
-                from harness_cli.eval.suites import live_model_env
-
                 env.update(live_model_env(case))
             with environment(env):
                 code = _flow(case, box, root)

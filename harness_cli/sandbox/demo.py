@@ -20,12 +20,18 @@ from typing import Any
 
 import yaml
 
+from harness_cli import resources
+from harness_cli.agents import sandbox
 from harness_cli.cli import run
+from harness_cli.delivery.identity import machine_identity
 from harness_cli.sandbox.anthropic_forward import Upstream
 from harness_cli.sandbox.investigation_library import spent
-from harness_cli.sandbox.runner import MCP_CONFIG, Sandbox, environment
+from harness_cli.sandbox.runner import GITHUB_SANDBOX_TOKEN, MCP_CONFIG, Sandbox, environment
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
 from harness_cli.sandbox.wire_commands import commands, not_run
+from harness_cli.services.claude_cli import find_claude
+from harness_cli.state import files
+from harness_cli.workspace.jira_issue import attached
 
 TICKET_KEY = "AAA-101"
 CUSTOMER = "U0CUSTOMER"
@@ -141,7 +147,6 @@ class DemoContext:
 
     def operator_question(self) -> str:
         """The operator replies in the case thread of their self-DM (followup answers there)."""
-        from harness_cli.state import files
 
         thread = next(
             (
@@ -285,8 +290,6 @@ def _seed_config(root: Path, runtime: str) -> tuple[Path, str]:
     On a machine where the agents' sandbox cannot run (no bubblewrap, or no socat for the
     claude CLI), the demo does what harness.yaml lets an operator do: it opts out, loudly —
     the returned warning is printed with the result. A real install stays fail-closed."""
-    from harness_cli import resources
-    from harness_cli.agents import sandbox
 
     target = root / "agent-config"
     unboxed = ""
@@ -348,7 +351,6 @@ def _cap(config: Path, max_usd: float) -> None:
 def _adapt_to_machine(config: Path, *, unboxed: bool) -> None:
     """What this machine lacks, the demo's own harness.yaml says: no sandbox → opted out
     (loudly, by the caller); no git identity → the sandbox team's author."""
-    from harness_cli.delivery.identity import machine_identity
 
     needs_author = machine_identity() is None
     if not unboxed and not needs_author:
@@ -366,7 +368,6 @@ def _adapt_to_machine(config: Path, *, unboxed: bool) -> None:
 def demo_runtime(requested: str | None = None) -> str:
     """The real claude CLI when it is installed (``make claude-cli``), else the harness's own
     tool loop over the Messages API: the same scripted model drives both."""
-    from harness_cli.services.claude_cli import find_claude
 
     if requested:
         return requested
@@ -499,7 +500,6 @@ def _case_status(ctx: DemoContext) -> str:
 def _jira_issue(ctx: DemoContext) -> str:
     """The Jira issue the intake attached to the case (#30): what the investigation reads
     after the ticket."""
-    from harness_cli.workspace.jira_issue import attached
 
     return attached(Path(os.environ["HARNESS_WORKSPACE"]) / "case-workspaces" / ctx.case_id)
 
@@ -564,8 +564,6 @@ def _use_github(root: Path, box: Sandbox, config: Path) -> dict[str, str]:
     an operator sets it up: in their own git config (the harness puts no token on a command
     line). The demo's git config includes the operator's, so their identity still holds."""
     import yaml
-
-    from harness_cli.sandbox.runner import GITHUB_SANDBOX_TOKEN
 
     path = config / "projects.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))

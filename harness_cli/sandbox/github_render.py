@@ -17,6 +17,7 @@ from harness_cli.sandbox.github_model import (
     Repo,
     iso,
     node_id,
+    parse_iso,
 )
 from harness_cli.sandbox.gitlab_git import BranchHead
 
@@ -237,8 +238,6 @@ def commit(item: Repo, head: BranchHead, urls: Urls) -> dict[str, Any]:
 
 
 def _utc(stamp: str) -> str:
-    from harness_cli.sandbox.github_model import parse_iso
-
     return iso(parse_iso(stamp)) or stamp
 
 

@@ -24,6 +24,10 @@ from typing import Any
 
 import yaml
 
+from harness_cli import resources
+from harness_cli.cli import run
+from harness_cli.components import TRIAL_FILE
+from harness_cli.eval.suites import live_model_env, live_upstream
 from harness_cli.investigation.library import LibraryCase, Observed
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.httpbase import Fault
@@ -72,15 +76,12 @@ def run_case(
         emu.reset()
         if not case.live:
             emu.load_script(case.model_source(), case.variables or None, seed)
-            from harness_cli.eval.suites import live_upstream
 
             emu.play_live(live_upstream(case))  # models: {ROLE: live}
         for fault in case.setup.faults:
             emu.add_fault(Fault(**fault))
         env = _prepare(root, case, runtime, emu.url, slack.url, config_root)
         if case.live:  # the real API plays every role; the emulator sees nothing
-            from harness_cli.eval.suites import live_model_env
-
             env.update(live_model_env(case))
         mark_trial(Path(str(env["HARNESS_HOME"])), ablate, seed)
         with _environment(env):
@@ -98,7 +99,6 @@ def run_case(
 def mark_trial(home: Path, ablate: frozenset[str], seed: int | None) -> None:
     """An eval trial's home: the file ``components.enabled`` reads (written even with nothing
     ablated, so a trial's home says what it was)."""
-    from harness_cli.components import TRIAL_FILE
 
     home.mkdir(parents=True, exist_ok=True)
     (home / TRIAL_FILE).write_text(json.dumps({"ablate": sorted(ablate), "seed": seed}))
@@ -119,7 +119,6 @@ def spent(home: Path) -> tuple[float, int]:
 def copy_config(root: Path, case: LibraryCase, config_root: Path | None) -> Path:
     """The trial's agent-config/ and sops/: the packaged example (or ``config_root``'s), with
     the case's thresholds and harness.yaml keys laid over it."""
-    from harness_cli import resources
 
     config = root / "agent-config"
     source = config_root / "agent-config" if config_root else resources.example_config()
@@ -198,8 +197,6 @@ def _environment(values: dict[str, str | None]) -> Iterator[None]:
 
 
 def _cli(*argv: str) -> tuple[int, str]:
-    from harness_cli.cli import run
-
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = run(list(argv))

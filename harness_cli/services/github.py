@@ -36,9 +36,12 @@ from typing import Any, TypeVar
 from harness_cli.bounded import CHUNK, Bounded
 from harness_cli.errors import ConfigError, ServiceError
 from harness_cli.faults import crash_point
+from harness_cli.outbox import gitlab_door
+from harness_cli.paths import state_file
 from harness_cli.redaction import redact
 from harness_cli.services.forge import Discussion, MergeRequest, Note
 from harness_cli.services.gitlab import TRACE_HEAD_BYTES, TRACE_TAIL_BYTES, outgoing
+from harness_cli.state.store import atomic_write_json
 
 T = TypeVar("T")
 DRAFT_PREFIX = "Draft: "
@@ -363,7 +366,6 @@ class LiveGitHub:
     def reply(self, project: str, iid: int, discussion_id: str, body: str) -> None:
         """Through the outbox (#20), as on GitLab: recorded, made once, found again if its
         answer was lost — claude-code-action's duplicate comment under a kill is the bug."""
-        from harness_cli.obligations import gitlab_door
 
         gitlab_door.write(
             self,
@@ -376,8 +378,6 @@ class LiveGitHub:
         )
 
     def note(self, project: str, iid: int, body: str) -> None:
-        from harness_cli.obligations import gitlab_door
-
         gitlab_door.write(
             self,
             lambda text: self.raw_note(project, iid, text),
@@ -673,8 +673,6 @@ class LiveGitHub:
         return self._etags
 
     def _remember(self, key: str, tag: str, body: Any) -> None:
-        from harness_cli.state.store import atomic_write_json
-
         store = self._etag_store()
         store.pop(key, None)
         store[key] = {"etag": tag, "body": body}
@@ -685,8 +683,6 @@ class LiveGitHub:
 
 
 def _etag_path() -> Any:
-    from harness_cli.paths import state_file
-
     return state_file("github-etags.json")
 
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from harness_cli.bounded import CHUNK, Bounded
 from harness_cli.errors import ConfigError, ServiceError
+from harness_cli.outbox import gitlab_door
 from harness_cli.redaction import redact, redact_value
 from harness_cli.services.forge import Discussion as Discussion  # re-exported: core code's
 from harness_cli.services.forge import Forge  # names from before the forge port
@@ -241,7 +242,6 @@ class LiveGitLab:
     def reply(self, project: str, iid: int, discussion_id: str, body: str) -> None:
         """Through the outbox (#20): recorded first, made once, found again if its answer was
         lost, retried by a later run if GitLab refused it."""
-        from harness_cli.obligations import gitlab_door
 
         gitlab_door.write(
             self,
@@ -251,8 +251,6 @@ class LiveGitLab:
         )  # fmt: skip
 
     def note(self, project: str, iid: int, body: str) -> None:
-        from harness_cli.obligations import gitlab_door
-
         gitlab_door.write(
             self, lambda text: self.raw_note(project, iid, text),
             action="note", project=project, iid=iid, body=outgoing(body),

@@ -87,7 +87,7 @@ class LiveSlack:
         )
         # Writes are never re-sent by the SDK: its default handler retries a connection that
         # dropped before the answer — a post that may have been made, made again. The outbox
-        # retries them itself, after looking the post up (harness_cli.obligations).
+        # retries them itself, after looking the post up (harness_cli.outbox).
         self._writer = WebClient(
             token=settings.token,
             base_url=settings.base_url,

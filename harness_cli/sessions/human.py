@@ -17,10 +17,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from harness_cli import clock, paths
+from harness_cli.config import load_config
 from harness_cli.errors import HarnessError
 from harness_cli.sessions import lifecycle
+from harness_cli.sessions import outcome as outcomes
 from harness_cli.sessions.gate import Verdict, conflicts, deny_line, exclusive_in
+from harness_cli.sessions.guard import changed_files
 from harness_cli.sessions.model import Element, SessionRecord
+from harness_cli.sessions.outcome import briefing
 from harness_cli.sessions.policy import WorkflowPolicy
 from harness_cli.sessions.reservations import Held, look, renew
 from harness_cli.state.locks import hold as local_lock
@@ -80,7 +84,6 @@ def open_human(
     workflow: str = "claude-code",
     name: str = "",
 ) -> Opened:
-    from harness_cli.config import load_config
 
     policy = load_config().harness.sessions
     wf = policy.for_workflow(workflow) or WorkflowPolicy()
@@ -115,15 +118,12 @@ def open_human(
         f"{h.name} holds {', '.join(e.label for e in h.elements)}: {h.task}"
         for h in verdict.holders
     ]
-    from harness_cli.sessions.outcome import briefing
 
     return Opened(verdict, record, lines, session.briefing if session else briefing(elements))
 
 
 def close_human(record: SessionRecord, *, summary: str = "", succeeded: bool = True) -> str:
     """Release and write the outcome (files changed from the checkout's git since open)."""
-    from harness_cli.config import load_config
-    from harness_cli.sessions import outcome as outcomes
 
     if record.state != "open" or record.hold is None:
         record.state = "closed"
@@ -131,8 +131,6 @@ def close_human(record: SessionRecord, *, summary: str = "", succeeded: bool = T
         return f"{record.name}: nothing held"
     files = list(record.files_changed)
     if record.cwd and record.base:
-        from harness_cli.sessions.guard import changed_files
-
         with contextlib.suppress(HarnessError):  # the checkout gone: keep what was attached
             files = sorted({*files, *changed_files(Path(record.cwd), record.base)})
     report = outcomes.build(
@@ -182,8 +180,6 @@ def gate_write(record: SessionRecord | None, file_path: Path, cwd: Path) -> str 
         board = lifecycle.open_board()
         snap = look(board, now, machine)
         if record and record.hold and record.state == "open":
-            from harness_cli.config import load_config
-
             policy = load_config().harness.sessions
             expiry = timedelta(hours=policy.human_expiry_hours)
             renew(

@@ -22,17 +22,20 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import clock, paths
+from harness_cli.config import load_config
 from harness_cli.errors import HarnessError, PolicyRefused, ServiceError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
+from harness_cli.services.git import Git
 from harness_cli.sessions import outcome as outcomes
 from harness_cli.sessions.board import Board
-from harness_cli.sessions.gate import Verdict
+from harness_cli.sessions.gate import Verdict, preflight_gate
 from harness_cli.sessions.model import Element, Hold, SessionRecord
 from harness_cli.sessions.policy import SessionsPolicy, WorkflowPolicy
-from harness_cli.sessions.reservations import Held, acquire, renew
+from harness_cli.sessions.reservations import Held, acquire, look, renew
 from harness_cli.state.locks import hold as local_lock
 from harness_cli.state.store import atomic_write_text
+from harness_cli.workspace import registry
 
 log = logging.getLogger("harness.sessions")
 _current: contextvars.ContextVar[Session | None] = contextvars.ContextVar("session", default=None)
@@ -53,7 +56,6 @@ def remote_url() -> str:
     """Where the workspace pushes (``origin`` of the workspace), else a local stand-in: the
     board pushes its reservations there, so a dry run's copy, whose pushes go to a sink, never
     moves a real reservation (#29)."""
-    from harness_cli.services.git import Git
 
     workspace = paths.workspace()
     if (workspace / ".git").exists():
@@ -282,8 +284,6 @@ def elements_for(workflow: str, case_id: str, payload: Any) -> tuple[list[Elemen
     """What a workflow reserves, and its task line: the case always; dev-agent also the repo
     it changes (the paths the payload names, else the whole repository); finalize the
     harness's own repository (the improvement MR)."""
-    from harness_cli.config import load_config
-    from harness_cli.workspace import registry
 
     elements = [Element.case(case_id)]
     args = dict(getattr(payload, "args", None) or {})
@@ -314,8 +314,8 @@ def workflow_session(
 ) -> Iterator[Session | None]:
     """Gate, hold, heartbeat, then outcome report and release. Deny: PolicyRefused (exit 4),
     before anything is cloned or changed. Warn: the run is parked (see :mod:`waiting`)."""
-    from harness_cli.config import load_config
-    from harness_cli.sessions import waiting
+    # waiting parks and starts runs here: a two-module pair
+    from harness_cli.sessions import waiting  # noqa: PLC0415
 
     policy = load_config().harness.sessions
     wf = policy.for_workflow(workflow)
@@ -360,9 +360,6 @@ def _deny_hint(verdict: Verdict) -> str:
 def preview(workflow: str, case_id: str, payload: Any, *, approved: bool = True) -> Verdict:
     """The gate's verdict right now, holding nothing (one fetch): for ``admin: approve`` and
     ``harness session status``."""
-    from harness_cli.config import load_config
-    from harness_cli.sessions.gate import preflight_gate
-    from harness_cli.sessions.reservations import look
 
     policy = load_config().harness.sessions
     wf = policy.for_workflow(workflow) or WorkflowPolicy(exclusive=False, on_overlap="allow")

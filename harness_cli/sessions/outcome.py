@@ -17,10 +17,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness_cli import clock, paths
+from harness_cli.config import load_config
 from harness_cli.logs import event
 from harness_cli.loop.jsonblocks import json_objects
 from harness_cli.sessions.model import Element, Outcome
 from harness_cli.state.store import atomic_write_text
+from harness_cli.workspace import gitsync
 
 log = logging.getLogger("harness.sessions")
 
@@ -87,9 +89,6 @@ def store(outcome: Outcome, *, commit: bool = True) -> list[Path]:
         atomic_write_text(path, data)
         written.append(path)
     if commit and written and (paths.workspace() / ".git").exists():
-        from harness_cli.config import load_config
-        from harness_cli.workspace import gitsync
-
         try:
             gitsync.sync(
                 paths.workspace(),

@@ -25,8 +25,10 @@ from pathlib import Path
 from harness_cli.errors import ConfigError, HarnessError, InputError, LockHeld, ServiceError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event, redact
+from harness_cli.redaction import redact_bytes
 from harness_cli.services.git import Git, PushRejected
 from harness_cli.state import nofollow
+from harness_cli.workspace.case_merge import merge_json
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +202,6 @@ def scrub_staged(git: Git, workspace: Path) -> list[str]:
     """Case files leave with the push: what an agent (or anything but the harness's own atomic
     writes) put in the workspace passes the one redaction point before it is committed.
     Returns the paths rewritten."""
-    from harness_cli.redaction import redact_bytes
 
     names = git.run("diff", "--cached", "--name-only", "--diff-filter=AM", "-z").split("\0")
     rewritten: list[str] = []
@@ -474,7 +475,6 @@ def _merge_by_meaning(git: Git, shared: list[str], refused: list[str]) -> list[s
     returns the files so merged."""
     if not shared:
         return []
-    from harness_cli.workspace.case_merge import merge_json
 
     base = git.merge_base("HEAD^1", "HEAD^2")
     rewritten = []

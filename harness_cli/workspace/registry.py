@@ -29,8 +29,9 @@ from harness_cli.state.store import (
     check_schema_version,
     unreadable_reason,
 )
-from harness_cli.workspace import control
+from harness_cli.workspace import control, gitsync
 from harness_cli.workspace.case import Case, Source, validate_case_id
+from harness_cli.workspace.gitsync import workspace_lock
 
 log = logging.getLogger("harness.workspace")
 system_log = logging.getLogger("harness.system.sync")
@@ -107,7 +108,6 @@ def _control_of(path: Path) -> Path | None:
 def _tree_lock() -> Any:
     """Writes to case files take the workspace's git lock too: a sync rebasing or merging
     rewrites the working tree, and a write landing in the middle would be lost or conflicted."""
-    from harness_cli.workspace.gitsync import workspace_lock
 
     return workspace_lock(paths.locks_dir())
 
@@ -116,7 +116,6 @@ def sync(message: str, thresholds: Thresholds, *, only: list[Path] | None = None
     """Commit and push the workspace: "committed and pushed at every meaningful change".
     Returns this sync's commit (None when nothing had changed). A case folder in ``only``
     brings its control folder along: the two are one case."""
-    from harness_cli.workspace import gitsync
 
     if only is not None:
         only = list(dict.fromkeys([*only, *filter(None, map(_control_of, only))]))
@@ -158,7 +157,6 @@ def refresh(thresholds: Thresholds) -> bool:
     case: a stale clone must not investigate a case another machine closed (the merge rules
     would refuse its move at the next sync — after its model calls and its posts). Returns
     whether anything came in. A local move the merge refuses ends the run (StateConflict)."""
-    from harness_cli.workspace import gitsync
 
     root = paths.workspace()
     if not (root / ".git").exists():

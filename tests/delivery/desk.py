@@ -172,9 +172,9 @@ class Desk:
         return [m for m in self.box.gitlab.snapshot()["merge_requests"]]
 
     def discussions(self, iid: int = 1) -> list[Any]:
-        from harness_cli.services import factory
+        from harness_cli import wiring
 
-        return factory.gitlab().discussions(PROJECT, iid)
+        return wiring.gitlab().discussions(PROJECT, iid)
 
     def bare(self, project: str = PROJECT) -> Path:
         if self.forge == "github":
@@ -184,17 +184,17 @@ class Desk:
         return Path(next(p["bare_repo"] for p in projects if p["path"] == project))
 
     def _pull(self, iid: int) -> dict[str, Any]:
-        from harness_cli.services import factory
+        from harness_cli import wiring
 
         pr = next(p for p in self.hub.snapshot()["pulls"] if p["number"] == iid)
         notes = [{**c, "system": False} for c in pr["issue_comments"]]
         for thread in pr["threads"]:
             notes += [{**c, "system": False} for c in thread["comments"]]
-        read = factory.gitlab().get_mr(PROJECT, iid)
+        read = wiring.gitlab().get_mr(PROJECT, iid)
         for _ in range(5):  # GitHub computes mergeability after a push: read again, as a human
             if read.detailed_merge_status != "checking":
                 break
-            read = factory.gitlab().get_mr(PROJECT, iid)
+            read = wiring.gitlab().get_mr(PROJECT, iid)
         return {
             "iid": iid,
             "title": ("Draft: " if pr["draft"] else "") + pr["title"],
@@ -207,7 +207,7 @@ class Desk:
 
     def harness_posts(self, since: int = 0) -> list[dict[str, Any]]:
         """What the harness posted to the self-DM (its posts carry the harness's metadata)."""
-        from harness_cli.ops.outbound import is_own_post
+        from harness_cli.outbox.outbound import is_own_post
 
         posts = [m for m in self.box.slack.messages(SELF_DM, metadata=True) if is_own_post(m)]
         return posts[since:]

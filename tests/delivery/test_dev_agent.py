@@ -149,15 +149,15 @@ def _run_with_args(
     argv: list[str],  # type: ignore[no-untyped-def]
     args: dict[str, Any],
 ) -> dict[str, Any]:
-    from harness_cli import dispatch
+    from harness_cli.dispatch.payload import Payload, Trigger, write_payload
 
-    path = dispatch.write_payload(
-        dispatch.Payload(
+    path = write_payload(
+        Payload(
             workflow="dev-agent",
             case_id=argv[0],
             case_dir=str(tmp_path),
             args=args,
-            trigger=dispatch.Trigger(kind="ci_failed"),
+            trigger=Trigger(kind="ci_failed"),
         )
     )
     return _dev_agent(cli, *argv, "--payload", str(path))

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from harness_cli import wiring
 from harness_cli.config import Thresholds
 from harness_cli.delivery.acceptance import AcceptanceRecord, run_acceptance
 from harness_cli.delivery.mr import StyleRejected, compose_prompt_section, submit_mr
 from harness_cli.delivery.reply_gate import WireEvidence, reply_gate
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_BUG_FIX, SAMPLE_PROJECT_PATH
-from harness_cli.services import factory
 from harness_cli.services.gitlab import GitLab
 from harness_cli.workspace import registry
 from tests.forges import Side, start
@@ -63,7 +63,7 @@ def emu(forge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
 
 @pytest.fixture
 def gitlab(emu: Side) -> GitLab:
-    return factory.gitlab()
+    return wiring.gitlab()
 
 
 @pytest.fixture

@@ -684,9 +684,9 @@ def test_merge_removes_the_worktree_closes_the_case_and_says_so_once(
 
 def _spent(case_id: str, usd: float) -> None:
     """What the case's workflow runs added to case.json (``_workflow.metered`` at their end)."""
-    from harness_cli.commands._workflow import add_spend
     from harness_cli.config import load_config
     from harness_cli.cost.meter import Tally
+    from harness_cli.workflows.runner import add_spend
     from harness_cli.workspace.registry import update_case
 
     with update_case(case_id, load_config().harness.thresholds, "test") as case:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from harness_cli import wiring
 from harness_cli.agents.factory import build_runtime
 from harness_cli.config import Config, load_config
 from harness_cli.delivery import worktrees
@@ -19,7 +20,6 @@ from harness_cli.delivery.push.recovery import PushOutcome, pre_push_rebase, pus
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.errors import PolicyRefused
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
-from harness_cli.services import factory
 from harness_cli.services.claude_cli import find_claude
 from harness_cli.state import files
 from harness_cli.state.models import ThreadEntry
@@ -73,7 +73,7 @@ def recover(
     return push_with_recovery(
         wt,
         runtime=build_runtime(runtime),
-        outbound=factory.outbound(cfg),
+        outbound=wiring.outbound(cfg),
         cfg=cfg,
         case_id=CASE,
         task_text=task,

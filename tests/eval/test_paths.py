@@ -37,9 +37,9 @@ def test_relative_case_suite_config_and_out_paths_all_run(
 def test_the_export_run_hint_is_absolute_when_out_is_relative(
     cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness_cli.eval import export as export_module
+    from harness_cli.commands import eval as eval_command
 
-    monkeypatch.setattr(export_module, "export_case", lambda case: {"id": "x", "case": case})
+    monkeypatch.setattr(eval_command, "export_case", lambda case: {"id": "x", "case": case})
     monkeypatch.chdir(tmp_path)
     code, out, err = cli("eval", "export", "C-1", "--out", "x.yaml")
     assert code == 0, err

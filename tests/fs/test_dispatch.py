@@ -8,18 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from harness_cli import dispatch
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch.backends import choose_backend
+from harness_cli.dispatch.payload import Payload, Trigger, load_payload, write_payload_once
 from harness_cli.errors import ConfigError
 
 
-def _payload(workflow: str = "investigate", case_id: str = "AAA-1") -> dispatch.Payload:
-    return dispatch.Payload(
+def _payload(workflow: str = "investigate", case_id: str = "AAA-1") -> Payload:
+    return Payload(
         workflow=workflow,
         case_id=case_id,
         case_dir=f"/ws/case-workspaces/{case_id}",
         channel="C0SUPPORT",
         thread_ts="1.000100",
-        trigger=dispatch.Trigger(kind="new_ticket", ts="1.000100", user="U0CUSTOMER"),
+        trigger=Trigger(kind="new_ticket", ts="1.000100", user="U0CUSTOMER"),
     )
 
 
@@ -32,15 +34,15 @@ def test_record_writes_the_payload_and_starts_nothing(tmp_path: Path) -> None:
     for key in ("workflow", "case_id", "case_dir", "channel", "thread_ts", "trigger"):
         assert key in data
     assert data["trigger"] == {"kind": "new_ticket", "ts": "1.000100", "user": "U0CUSTOMER"}
-    assert dispatch.load_payload(done.payload_file).case_id == "AAA-1"
+    assert load_payload(done.payload_file).case_id == "AAA-1"
 
 
 def test_backend_choice_honours_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HARNESS_DISPATCH", "inline")
-    assert dispatch.choose_backend("local") == "inline"
+    assert choose_backend("local") == "inline"
     monkeypatch.setenv("HARNESS_DISPATCH", "cron")
     with pytest.raises(ConfigError, match="not a dispatch backend"):
-        dispatch.choose_backend()
+        choose_backend()
 
 
 def test_inline_runs_the_workflow_in_process_and_returns_its_code() -> None:
@@ -66,12 +68,12 @@ def test_local_starts_a_detached_process_with_its_own_log(tmp_path: Path) -> Non
 
 def test_payloads_sort_by_time_and_never_collide(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HARNESS_NOW", "2026-11-01T10:00:00Z")  # one instant for all of them
-    no_ts = _payload().model_copy(update={"trigger": dispatch.Trigger(kind="admin_command")})
+    no_ts = _payload().model_copy(update={"trigger": Trigger(kind="admin_command")})
     files = [dispatch.dispatch(no_ts.model_copy(), backend="record").payload_file for _ in range(5)]
     assert len(set(files)) == 5
     assert sorted(files) == files
     events = [
-        _payload().model_copy(update={"trigger": dispatch.Trigger(kind="operator_reply", ts=ts)})
+        _payload().model_copy(update={"trigger": Trigger(kind="operator_reply", ts=ts)})
         for ts in ("1796000000.000100", "1796000000.000100", "1796000001.000200")
     ]
     written = [dispatch.dispatch(p, backend="record") for p in events]
@@ -87,7 +89,7 @@ def test_the_same_event_is_dispatched_once_and_started_once(tmp_path: Path) -> N
     folder = tmp_path / "harness-home" / "payloads"
     assert [p.name for p in folder.glob("*.json")] == [first.payload_file.name]
     other = _payload(case_id="AAA-2")
-    path, existed = dispatch.write_payload_once(other)
+    path, existed = write_payload_once(other)
     assert not existed
     started = dispatch.dispatch(_payload(case_id="AAA-2"), backend="inline")
     assert started.started and not started.duplicate and started.payload_file == path

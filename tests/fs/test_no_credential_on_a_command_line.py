@@ -114,7 +114,7 @@ def test_doctor_fails_a_workspace_remote_that_carries_a_token(
 ) -> None:
     import subprocess
 
-    from harness_cli.ops.doctor_checks import workspace_remote
+    from harness_cli.ops.doctor.checks import workspace_remote
 
     ws = tmp_path / "workspace"
     url = "https://oauth2:glpat-doctordoctordoc0000@gitlab.example/cases.git"

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from harness_cli import wiring
 from harness_cli.config import load_config
 from harness_cli.improvement.kb_update import kb_update
 from harness_cli.improvement.thresholds import ImprovementThresholds
-from harness_cli.services import factory
 from tests.improvement.conftest import new_case, report_block, write_iteration
 
 SKIPPED_DB = report_block(
@@ -60,7 +60,7 @@ def test_thresholds_2_3_6_of_10(ready: Path, tmp_path: Path, slack_emu: Any, clo
     cfg = load_config()
     sop = tmp_path / "sops" / "team-a" / "SOP.md"
     sop_before = sop.read_text()
-    [outcome] = kb_update(cfg, ImprovementThresholds(), factory.outbound(cfg), projects=["team-a"])
+    [outcome] = kb_update(cfg, ImprovementThresholds(), wiring.outbound(cfg), projects=["team-a"])
     assert outcome.tally.window == [f"AAA-{n}" for n in range(110, 100, -1)]
     counts = {m.id: m.count for m in outcome.tally.modes}
     assert counts == {
@@ -91,7 +91,7 @@ def test_thresholds_2_3_6_of_10(ready: Path, tmp_path: Path, slack_emu: Any, clo
         (tmp_path / "workspace" / "case-workspaces" / c / "retrospective.json").exists()
         for c in outcome.tally.window
     )
-    again = kb_update(cfg, ImprovementThresholds(), factory.outbound(cfg), projects=["team-a"])
+    again = kb_update(cfg, ImprovementThresholds(), wiring.outbound(cfg), projects=["team-a"])
     assert not again[0].written and again[0].alerted == []
     assert len(slack_emu.messages("D0SELF")) == 1  # one alert per crossing
 
@@ -103,13 +103,13 @@ def test_a_mode_that_falls_under_the_bar_alerts_again_when_it_crosses(
     th = ImprovementThresholds(kb_window=3, kb_suggest_at=2, kb_alert_at=2)
     for n in (1, 2):
         ended(clock_steps, f"AAA-{n}", ["A1"])
-    assert kb_update(cfg, th, factory.outbound(cfg))[0].alerted == ["quality_gate/A1"]
+    assert kb_update(cfg, th, wiring.outbound(cfg))[0].alerted == ["quality_gate/A1"]
     for n in (3, 4):
         ended(clock_steps, f"AAA-{n}", [])
-    assert kb_update(cfg, th, factory.outbound(cfg))[0].alerted == []
+    assert kb_update(cfg, th, wiring.outbound(cfg))[0].alerted == []
     for n in (5, 6):
         ended(clock_steps, f"AAA-{n}", ["A1"])
-    assert kb_update(cfg, th, factory.outbound(cfg))[0].alerted == ["quality_gate/A1"]
+    assert kb_update(cfg, th, wiring.outbound(cfg))[0].alerted == ["quality_gate/A1"]
     assert len(slack_emu.messages("D0SELF")) == 2
 
 
@@ -120,9 +120,7 @@ def test_projects_never_see_each_others_cases(
     for n in range(1, 5):
         ended(clock_steps, f"AAA-{n}", ["A1"], project="team-a")
         ended(clock_steps, f"XX-{n}", ["G4"], project="team-b", skipped_db=True)
-    outcomes = {
-        o.project: o for o in kb_update(cfg, ImprovementThresholds(), factory.outbound(cfg))
-    }
+    outcomes = {o.project: o for o in kb_update(cfg, ImprovementThresholds(), wiring.outbound(cfg))}
     a, b = outcomes["team-a"], outcomes["team-b"]
     assert a.tally.window == ["AAA-4", "AAA-3", "AAA-2", "AAA-1"]
     assert b.tally.window == ["XX-4", "XX-3", "XX-2", "XX-1"]

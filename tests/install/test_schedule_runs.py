@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from harness_cli.ops import schedule
-from harness_cli.ops.setup import read_env_file
+from harness_cli.paths import read_env_file
 from harness_cli.sandbox.runner import Sandbox
 from tests.ops.test_cron import fake_crontab  # noqa: F401 - the fixture, shared
 

@@ -130,11 +130,11 @@ def test_outbound_allowlist_refuses_everything_else(
     slack_emu,
     harness_ready: Path,  # type: ignore[no-untyped-def]
 ) -> None:
+    from harness_cli import wiring
     from harness_cli.config import load_config
     from harness_cli.errors import PolicyRefused
-    from harness_cli.services import factory
 
-    out = factory.outbound(load_config())
+    out = wiring.outbound(load_config())
     with pytest.raises(PolicyRefused):
         out.post("C0SUPPORT", "hello team")
     assert slack_emu.recorded("chat.postMessage") == []

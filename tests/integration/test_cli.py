@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness_cli.cli import COMMANDS, WORKFLOWS
+from harness_cli.cli import COMMANDS
 from harness_cli.state.locks import workflow_lock
+from harness_cli.workflows.table import WORKFLOWS, entry
 from tests.conftest import harness_subprocess
 
 CONTRACT_SUBCOMMANDS = {
@@ -114,6 +115,12 @@ def test_workflow_is_never_started_twice_concurrently(cli) -> None:  # type: ign
     assert "locked by another run" in err
 
 
+def test_every_workflow_is_a_command_and_its_entry_resolves() -> None:
+    for name in WORKFLOWS:
+        assert name in COMMANDS, name
+        assert callable(entry(name)), name
+
+
 def test_malformed_payload_is_bad_input(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     bad = tmp_path / "p.json"
     bad.write_text('{"workflow": "investigate"}')
@@ -132,8 +139,7 @@ def test_unexpected_error_writes_a_crash_log_with_versions(
     def explode(**_: object) -> list[dict[str, object]]:
         raise ZeroDivisionError("glpat-SECRETSECRETSECRET leaked?")
 
-    monkeypatch.setattr("harness_cli.workspace.registry.list_cases", explode)
-    assert case_cmd.app is not None
+    monkeypatch.setattr(case_cmd, "list_cases", explode)
     code, _, err = cli("case", "list")
     assert code == 1
     assert "this is a bug" in err and "SECRETSECRET" not in err

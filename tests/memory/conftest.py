@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness_cli.ops.outbound import is_own_post
+from harness_cli.outbox.outbound import is_own_post
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.model_script import RequestView
 from tests.conftest import REPO

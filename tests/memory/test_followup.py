@@ -10,7 +10,7 @@ from typing import Any
 
 from harness_cli.memory.gap_analyzer import load_gap_reports
 from harness_cli.memory.transcripts import list_all
-from harness_cli.ops.outbound import is_own_post
+from harness_cli.outbox.outbound import is_own_post
 from tests.conftest import payloads
 from tests.memory.conftest import CASE, DM, OPERATOR, Memory, last_json
 
@@ -128,19 +128,19 @@ def test_approval_words_only_from_the_operator_and_only_whole(mem: Memory) -> No
 def test_go_in_the_ticket_thread_is_conversation_and_is_answered_in_the_case_thread(
     mem: Memory,
 ) -> None:
-    from harness_cli import dispatch
+    from harness_cli.dispatch.payload import Payload, Trigger, write_payload
 
     mem.open_case()
     ticket = mem.slack.post_as("C0SUPPORT", "U0CUSTOMER", f"{CASE} totals wrong")
     said = mem.slack.post_as("C0SUPPORT", "U0CUSTOMER", "go", thread_ts=ticket["ts"])
-    path = dispatch.write_payload(
-        dispatch.Payload(
+    path = write_payload(
+        Payload(
             workflow="followup",
             case_id=CASE,
             case_dir=str(mem.case_dir()),
             channel="C0SUPPORT",
             thread_ts=ticket["ts"],
-            trigger=dispatch.Trigger(kind="ticket_reply", ts=said["ts"], user="U0CUSTOMER"),
+            trigger=Trigger(kind="ticket_reply", ts=said["ts"], user="U0CUSTOMER"),
         )
     )
     code, out, err = mem.cli("followup", "--payload", str(path), "--json")
@@ -214,13 +214,13 @@ def test_transcripts_round_trip_their_front_matter(mem: Memory) -> None:
 def test_a_reply_slack_does_not_show_yet_is_read_again(mem: Memory) -> None:
     """Slack's replies lag like history does: the reply that woke the followup is read again
     until it shows (the waits go through the injected sleep, so the test does not sleep)."""
+    from harness_cli import wiring
     from harness_cli.memory.replies import Thread, new_replies, read_until_visible
-    from harness_cli.services import factory
 
     mem.open_case()
     mem.slack.set_lag(DM, polls=2)
     wanted = mem.reply("visible only on the third read")
-    slack = factory.slack()
+    slack = wiring.slack()
     thread = Thread(DM, mem.parent_ts, in_self_dm=True)
     waits: list[float] = []
     found = read_until_visible(
@@ -234,15 +234,15 @@ def test_a_reply_slack_does_not_show_yet_is_read_again(mem: Memory) -> None:
 
 
 def test_a_reply_never_shown_ends_the_run_without_a_model_call(mem: Memory) -> None:
+    from harness_cli import wiring
     from harness_cli.memory.replies import Thread, new_replies, read_until_visible
-    from harness_cli.services import factory
 
     mem.open_case()
     mem.slack.set_lag(DM, polls=10)
     wanted = mem.reply("stuck behind the lag")
     waits: list[float] = []
     found = read_until_visible(
-        lambda: new_replies(factory.slack(), Thread(DM, mem.parent_ts, True), OPERATOR, after=None),
+        lambda: new_replies(wiring.slack(), Thread(DM, mem.parent_ts, True), OPERATOR, after=None),
         wanted,
         attempts=3,
         wait_seconds=0.5,

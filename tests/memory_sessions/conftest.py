@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from harness_cli.memory.sessions.model import HookInput, SessionEnv, SessionSyncSettings
-from harness_cli.memory.sessions.sync import PromptSync, sync_prompt
+from harness_cli.memory.resume.model import HookInput, SessionEnv, SessionSyncSettings
+from harness_cli.memory.resume.sync import PromptSync, sync_prompt
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION = "0b5c1a8e-3f0e-4d7a-9c52-6f1f2b8d4e11"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness_cli.memory.sessions.start import fetch_loop, session_start
+from harness_cli.memory.resume.start import fetch_loop, session_start
 from tests.memory_sessions.conftest import CWD, FAST, REPO, SESSION, Machine, injected
 
 HOOKS = REPO / "cron" / "hooks"

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from harness_cli.errors import ServiceError
-from harness_cli.memory.sessions.model import (
+from harness_cli.memory.resume.model import (
     ACTIVE,
     LINECOUNT,
     SessionSyncSettings,
     project_dir_name,
     read_lines,
 )
-from harness_cli.memory.sessions.start import fetch_once
-from harness_cli.memory.sessions.sync import (
+from harness_cli.memory.resume.start import fetch_once
+from harness_cli.memory.resume.sync import (
     extract_delta,
     fetch_reset,
     lines_after_watermark,

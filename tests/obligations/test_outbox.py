@@ -10,18 +10,18 @@ from typing import Any
 
 import pytest
 
+from harness_cli import wiring
 from harness_cli.config import load_config
-from harness_cli.obligations import flush, ledger, scope
-from harness_cli.obligations.slack_door import Owed
+from harness_cli.outbox import flush, ledger, scope
+from harness_cli.outbox.slack_door import Owed
 from harness_cli.sandbox.httpbase import Fault
-from harness_cli.services import factory
 
 DM = "D0SELF"
 
 
 @pytest.fixture
 def door(slack_emu: Any, harness_ready: Path) -> Any:
-    return factory.outbound(load_config())
+    return wiring.outbound(load_config())
 
 
 def _posts(emu: Any, text: str) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The adoption rule of :mod:`harness_cli.obligations.unbegun` case by case (the end-to-end
+"""The adoption rule of :mod:`harness_cli.workflows.unbegun` case by case (the end-to-end
 proof is tests/obligations/test_crash_mr_rounds.py: a real fix_ci run SIGKILLed before it
 recorded its start, adopted by the next mr-monitor cycle): which payloads are adopted, that
 one is adopted once, and which are left alone."""
@@ -10,19 +10,21 @@ import os
 import time
 from pathlib import Path
 
-from harness_cli import dispatch
 from harness_cli.config import load_config
-from harness_cli.obligations import journal, unbegun
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch import journal
+from harness_cli.dispatch.payload import Payload, Trigger, load_payload
 from harness_cli.state.locks import workflow_lock
+from harness_cli.workflows import unbegun
 
 
 def _payload(case_id: str = "AAA-1", *, age: float = 700.0) -> Path:
     sent = dispatch.dispatch(
-        dispatch.Payload(
+        Payload(
             workflow="dev-agent",
             case_id=case_id,
             case_dir="/nowhere",
-            trigger=dispatch.Trigger(kind="ci_failed", ts="1796000000.000100"),
+            trigger=Trigger(kind="ci_failed", ts="1796000000.000100"),
             args={"mode": "fix_ci"},
         ),
         backend="record",
@@ -43,7 +45,7 @@ def test_a_payload_whose_run_never_began_is_dispatched_again_once(harness_ready:
     lines = unbegun.unbegun_payloads(cfg, None, backend="record")
     assert lines == ["resumed dev-agent AAA-1 (its run never began)"]
     [again] = _resumes(path.parent)
-    original = dispatch.load_payload(path)
+    original = load_payload(path)
     assert again["args"] == {"mode": "fix_ci", "resume_run": original.key}
     assert unbegun.unbegun_payloads(cfg, None, backend="record") == []  # never twice
     assert len(_resumes(path.parent)) == 1
@@ -57,7 +59,7 @@ def test_payloads_that_began_are_young_are_held_or_are_running_are_left_alone(
     held = _payload("AAA-3")
     unbegun.settle(str(held), "held back by a pause")
     began = _payload("AAA-4")
-    record = journal.record_path("dev-agent", "AAA-4", dispatch.load_payload(began).key)
+    record = journal.record_path("dev-agent", "AAA-4", load_payload(began).key)
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text("{}")
     _payload("AAA-5")

@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from harness_cli import paths
+from harness_cli import paths, wiring
 from harness_cli.config import Config, load_config
-from harness_cli.ops import notify
-from harness_cli.ops.outbound import Outbound
-from harness_cli.services import factory
+from harness_cli.outbox import notify
+from harness_cli.outbox.outbound import Outbound
 
 CASE = "AAA-42"
 
@@ -32,7 +31,7 @@ def ticket_case(cli: Any, harness_ready: Path, slack_emu: Any) -> Any:
 @pytest.fixture
 def ops(harness_ready: Path) -> tuple[Outbound, Config]:
     cfg = load_config(harness_ready)
-    return factory.outbound(cfg), cfg
+    return wiring.outbound(cfg), cfg
 
 
 EVENTS: dict[str, Callable[[Outbound, Config, str], str]] = {

@@ -69,12 +69,12 @@ def test_the_cron_sweep_with_nothing_to_propose_pings_nobody(
 
 
 def test_every_notification_about_a_case_names_it(box: Sandbox, config_dir: Path) -> None:
+    from harness_cli import wiring
     from harness_cli.config import load_config
-    from harness_cli.ops import notify
-    from harness_cli.services import factory
+    from harness_cli.outbox import notify
 
     cfg = load_config()
-    notify.dm(factory.outbound(cfg), cfg, "mr_merged", ":tada: acme/x!3 merged.", case_id="AAA-9")
+    notify.dm(wiring.outbound(cfg), cfg, "mr_merged", ":tada: acme/x!3 merged.", case_id="AAA-9")
     [message] = dms(box)
     assert message["text"] == "*AAA-9*: :tada: acme/x!3 merged."
 

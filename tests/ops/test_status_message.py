@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from harness_cli import wiring
 from harness_cli.agents.runtime import RunEvent, RunRequest, RunResult, Usage
 from harness_cli.config import load_config
 from harness_cli.errors import ServiceError
 from harness_cli.loop.runs import CaseRunner
 from harness_cli.ops.status_message import MIN_EDIT_INTERVAL_S, StatusReporter, for_case
 from harness_cli.sandbox.httpbase import Fault, Request
-from harness_cli.services import factory
 
 THREAD_TS = "1700000000.000100"
 
@@ -69,7 +69,7 @@ def chatty_run() -> list[tuple[str, dict[str, Any]]]:
 @pytest.fixture
 def out(slack_emu: Any, config_dir: Path) -> Any:
     cfg = load_config(config_dir)
-    return factory.outbound(cfg)
+    return wiring.outbound(cfg)
 
 
 def updates(slack_emu: Any) -> list[str]:

@@ -105,15 +105,15 @@ def test_a_payload_dispatched_just_before_the_pause_does_not_run_during_it(
 ) -> None:
     """The same incident one step later: the dispatch happened, then the operator paused, then
     the worker started. The worker asks the gate again and stands down (exit 4)."""
-    from harness_cli import dispatch
+    from harness_cli.dispatch.payload import Payload, Trigger, write_payload
 
     assert cli("case", "new", "--project", "team-a", "--title", "t", "--id", "AAA-4")[0] == 0
-    payload = dispatch.write_payload(
-        dispatch.Payload(
+    payload = write_payload(
+        Payload(
             workflow="followup",
             case_id="AAA-4",
             case_dir=str(tmp_path),
-            trigger=dispatch.Trigger(kind="ticket_reply", user="U0CUSTOMER"),
+            trigger=Trigger(kind="ticket_reply", user="U0CUSTOMER"),
         )
     )
     cli("pause")
@@ -122,12 +122,12 @@ def test_a_payload_dispatched_just_before_the_pause_does_not_run_during_it(
     _, out, _ = cli("status", "--json")
     assert json.loads(out)["data"]["held_back_total"] == 1
     # the operator's own reply is never held
-    own = dispatch.write_payload(
-        dispatch.Payload(
+    own = write_payload(
+        Payload(
             workflow="consolidate",
             case_id="AAA-4",
             case_dir=str(tmp_path),
-            trigger=dispatch.Trigger(kind="operator_reply", user="U0OPERATOR"),
+            trigger=Trigger(kind="operator_reply", user="U0OPERATOR"),
         )
     )
     code, _, err = cli("consolidate", "--payload", str(own))

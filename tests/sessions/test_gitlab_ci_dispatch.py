@@ -114,7 +114,8 @@ def test_past_the_concurrency_cap_a_dispatch_waits_and_starts_when_a_slot_frees(
 ) -> None:  # type: ignore[no-untyped-def]
     import yaml
 
-    from harness_cli.dispatch import Payload, Trigger, dispatch
+    from harness_cli.dispatch.dispatcher import dispatch
+    from harness_cli.dispatch.payload import Payload, Trigger
 
     assert cli("init")[0] == 0
     config = tmp_path / "agent-config" / "harness.yaml"

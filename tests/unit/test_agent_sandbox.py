@@ -61,7 +61,7 @@ def test_the_operator_may_opt_out_and_is_told_at_every_run(
 
 @pytest.mark.usefixtures("no_bwrap")
 def test_doctor_names_the_fix() -> None:
-    from harness_cli.ops.doctor_checks import agent_sandbox
+    from harness_cli.ops.doctor.checks import agent_sandbox
 
     check = agent_sandbox()
     assert check.status == "fail" and "apt-get install bubblewrap socat" in check.fix

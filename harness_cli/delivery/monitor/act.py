@@ -15,20 +15,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness_cli import clock, dispatch
+from harness_cli import clock
 from harness_cli.config import Config
+from harness_cli.delivery import worktrees
 from harness_cli.delivery.monitor.thresholds import MonitorThresholds
+from harness_cli.dispatch import dispatcher as dispatch
+from harness_cli.dispatch.backends import BackendName
+from harness_cli.dispatch.payload import Payload, Trigger
 from harness_cli.errors import HarnessError, InputError, LockHeld, ServiceError, StateConflict
+from harness_cli.improvement.retrospective import write_retrospective
 from harness_cli.logs import event
-from harness_cli.ops import notify
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox import notify
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.gitlab import GitLab, MergeRequest
 from harness_cli.state import files
 from harness_cli.state.locks import hold
 from harness_cli.state.models import MonitoredMr
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry
-from harness_cli.workspace.case import TRANSITIONS
+from harness_cli.workspace.case import TRANSITIONS, CaseMr
 
 log = logging.getLogger("harness.mr_monitor")
 
@@ -60,7 +65,7 @@ class MonitorCtx:
     cfg: Config
     gitlab: GitLab
     out: Outbound
-    backend: dispatch.Backend
+    backend: BackendName
     thresholds: MonitorThresholds = field(default_factory=MonitorThresholds)
     report: CycleReport = field(default_factory=CycleReport)
     started: float = field(default_factory=time.monotonic)
@@ -125,12 +130,12 @@ def dev_agent_busy(case_id: str) -> bool:
 
 
 def start_dev_agent(
-    ctx: MonitorCtx, entry: MonitoredMr, args: dict[str, Any], trigger: dispatch.Trigger
+    ctx: MonitorCtx, entry: MonitoredMr, args: dict[str, Any], trigger: Trigger
 ) -> bool:
     """Dispatch the dev-agent; False when the backend refused to start it (systemd already
     runs that unit), so the caller keeps the work for the next cycle."""
     thread = registry.case_thread(entry.case_id)
-    payload = dispatch.Payload(
+    payload = Payload(
         workflow="dev-agent",
         case_id=entry.case_id,
         case_dir=case_dir_of(entry),
@@ -183,7 +188,6 @@ def finish(ctx: MonitorCtx, key: str, entry: MonitoredMr, mr: MergeRequest) -> N
 def remove_worktrees(case_id: str, project: str) -> list[Path]:
     """The case's worktree of that repository goes once its last MR there is merged or closed
     (the ticket's and the improvement MR's worktrees end separately)."""
-    from harness_cli.delivery import worktrees
 
     removed: list[Path] = []
     for key in worktrees.keys_for_case(case_id, project):
@@ -200,13 +204,13 @@ def consolidate_hook(ctx: MonitorCtx, entry: MonitoredMr, mr: MergeRequest) -> N
     is anything to fold in; a failure to start it is logged, never a reason to keep the MR)."""
     kind = "mr_merged" if mr.state == "merged" else "mr_closed"
     thread = registry.case_thread(entry.case_id)
-    payload = dispatch.Payload(
+    payload = Payload(
         workflow="consolidate",
         case_id=entry.case_id,
         case_dir=case_dir_of(entry),
         channel=thread.channel if thread else "",
         thread_ts=thread.thread_ts if thread else "",
-        trigger=dispatch.Trigger(kind=kind, ts=mr.updated_at),
+        trigger=Trigger(kind=kind, ts=mr.updated_at),
     )
     try:
         dispatch.dispatch(payload, backend=ctx.backend)
@@ -218,7 +222,6 @@ def consolidate_hook(ctx: MonitorCtx, entry: MonitoredMr, mr: MergeRequest) -> N
 def retrospective_hook(cfg: Config, case_id: str, key: str) -> None:
     """A merged or closed MR ends its case: auto_retrospective records the failure modes that
     kb-update tallies. A failure here is logged, never a reason to keep the MR monitored."""
-    from harness_cli.improvement.retrospective import write_retrospective
 
     try:
         write_retrospective(cfg, case_id, reason=f"{key} finished")
@@ -310,8 +313,6 @@ def adopt(ctx: MonitorCtx, key: str, case_id: str) -> tuple[bool, str]:
         )
     with registry.update_case(case.id, ctx.cfg.harness.thresholds, f"watch MR {key}") as c:
         if not any(m.project == project and m.iid == mr.iid for m in c.mrs):
-            from harness_cli.workspace.case import CaseMr
-
             c.mrs.append(CaseMr(project=project, iid=mr.iid, web_url=mr.web_url, state=mr.state))
         if "mr_open" in TRANSITIONS[c.status]:
             c.move("mr_open", by="mr-monitor", note=f"watching {key}")

@@ -32,7 +32,7 @@ from harness_cli.delivery.monitor.act import (
     save_trace,
     start_dev_agent,
 )
-from harness_cli.dispatch import Trigger
+from harness_cli.dispatch.payload import Trigger
 from harness_cli.errors import HarnessError
 from harness_cli.intake import pause
 from harness_cli.logs import event

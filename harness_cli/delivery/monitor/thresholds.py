@@ -28,7 +28,7 @@ class MonitorThresholds(BaseModel):
     with its cursors where they were, so the next cycle resumes without skipping anything."""
     gitlab_max_retries: int = Field(3, ge=0)
     """python-gitlab's ``max_retries`` for 429 (Retry-After / RateLimit-Reset honoured) and
-    transient 5xx, per call, for the client ``services.factory.gitlab()`` builds for
+    transient 5xx, per call, for the client ``wiring.gitlab()`` builds for
     mr-monitor (python-gitlab takes it per request, not in ``Gitlab()``; its default is 10).
     Whatever the bound, a call still refused after it ends the cycle: no retry storms."""
     max_errors_per_cycle: int = Field(3, ge=1)

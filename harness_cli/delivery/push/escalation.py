@@ -17,8 +17,9 @@ from harness_cli.delivery.push.rebase import PushResult, RebaseResult
 from harness_cli.delivery.worktrees import Worktree
 from harness_cli.errors import ServiceError
 from harness_cli.logs import event
-from harness_cli.ops import notify
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox import notify
+from harness_cli.outbox.outbound import Outbound
+from harness_cli.workspace.registry import case_thread as lookup
 
 log = logging.getLogger("harness.delivery.escalation")
 
@@ -29,7 +30,6 @@ ITEM_CHARS = 200
 
 def case_thread(case_id: str, channel: str) -> str | None:
     """The case's own thread in the operator's self-DM, when it has one."""
-    from harness_cli.workspace.registry import case_thread as lookup
 
     entry = lookup(case_id)
     return entry.thread_ts if entry is not None and entry.channel == channel else None

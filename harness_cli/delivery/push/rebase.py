@@ -18,12 +18,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from harness_cli.delivery import case_repos
+from harness_cli.delivery import case_repos, secret_scan
 from harness_cli.delivery.prepush import check_before_push
 from harness_cli.delivery.worktrees import BRANCH_PREFIX, Worktree, mirror_lock
 from harness_cli.errors import ServiceError
 from harness_cli.logs import event
 from harness_cli.services.git import Git, PushRejected
+from harness_cli.sessions.guard import run_base, write_guard
 
 log = logging.getLogger("harness.delivery.push")
 
@@ -77,7 +78,6 @@ def protected_branches(wt: Worktree) -> set[str]:
 
 def _write_guard(wt: Worktree) -> str | None:
     """The files this branch changes against another session's exclusive reservation."""
-    from harness_cli.sessions.guard import run_base, write_guard
 
     blocked = write_guard(wt.project, wt.path, run_base(wt))
     return "; ".join(b.render() for b in blocked[:5]) if blocked else None
@@ -185,7 +185,6 @@ def real_push(wt: Worktree, *, lease: str | None = None) -> PushResult:
     refusal = push_refusal(wt) or check_before_push(wt) or _write_guard(wt)
     if refusal is not None:
         return PushResult(ok=False, branch=wt.branch, refused=True, error=refusal)
-    from harness_cli.delivery import secret_scan
 
     found = secret_scan.scan_branch(wt.path, wt.branch, wt.base_branch, base_sha=wt.base_sha)
     if found:  # every push, L2's too: a secret the healer added never leaves either

@@ -19,10 +19,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from harness_cli import clock
+from harness_cli import clock, components, wiring
 from harness_cli.agents.runtime import Runtime
 from harness_cli.config import Config
 from harness_cli.delivery import secret_scan
+from harness_cli.delivery.mr import back_to_draft
 from harness_cli.delivery.push.escalation import escalate
 from harness_cli.delivery.push.heal import HealResult, self_heal_push_loop
 from harness_cli.delivery.push.rebase import (
@@ -35,10 +36,10 @@ from harness_cli.delivery.push.rebase import (
 )
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.delivery.worktrees import Worktree
-from harness_cli.errors import PolicyRefused
+from harness_cli.errors import HarnessError, PolicyRefused
 from harness_cli.logs import event
-from harness_cli.ops import notify
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox import notify
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state.store import atomic_write_text
 
 __all__ = [
@@ -132,7 +133,6 @@ def push_with_recovery(
             return _escalate(outcome, outbound, cfg, wt, trail)
     else:
         outcome.last_error = rebase.error
-    from harness_cli import components
 
     if not components.enabled("push_recovery_l2"):  # an eval ablation goes from L1 to L3
         return _escalate(outcome, outbound, cfg, wt, trail)
@@ -198,12 +198,8 @@ def _refuse_secrets(
 
 
 def _back_to_draft(wt: Worktree) -> list[str]:
-    from harness_cli.delivery.mr import back_to_draft
-    from harness_cli.errors import HarnessError
-    from harness_cli.services import factory
-
     try:
-        return back_to_draft(factory.gitlab(), wt.project, wt.branch)
+        return back_to_draft(wiring.gitlab(), wt.project, wt.branch)
     except HarnessError as exc:  # the refusal and its DM stand; the MR is checked next cycle
         event(log, "mr_back_to_draft_failed", logging.WARNING, branch=wt.branch, error=str(exc))
         return []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.state import files
 from harness_cli.state.models import ThreadEntry
 from harness_cli.workspace import registry

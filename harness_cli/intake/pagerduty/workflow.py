@@ -31,7 +31,7 @@ from harness_cli.intake.pagerduty.incident import Incident, load_webhook, parse_
 from harness_cli.intake.pagerduty.rest import PagerDutyClient, PagerDutySettings
 from harness_cli.intake.pagerduty.surface import find_case_thread, surface
 from harness_cli.logs import event
-from harness_cli.ops.outbound import Outbound
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.result import Result
 from harness_cli.state.store import JsonFile
 from harness_cli.workspace import registry

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from harness_cli import components
 from harness_cli.investigation import rules
 from harness_cli.investigation.gates.a_gates import a1, a2, a3, a4, a5, a6, pinned_block
 from harness_cli.investigation.gates.base import Gate, GateInput, violation
@@ -114,7 +115,6 @@ def evaluate(
 def family_on(gate: Gate) -> bool:
     """The gate runs: its family's component and its own are on (always, outside an eval
     trial that ablates one of them; ``components.gate_on``)."""
-    from harness_cli import components
 
     return components.gate_on(getattr(gate, "__name__", "").upper())
 

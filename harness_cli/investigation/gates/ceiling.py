@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness_cli import components
 from harness_cli.investigation.gates.a_gates import a1_ceiling
 from harness_cli.investigation.gates.base import GateInput
 from harness_cli.investigation.thresholds import InvestigationThresholds
@@ -54,8 +55,6 @@ def eq1_cap(
 def claim_ceiling(inp: GateInput) -> int:
     """A1, then EQ1 where it applies: the cap on what the report itself asserts (each only
     while it is on: ``components.gate_on``, its family's switch and its own)."""
-    from harness_cli import components
-
     caps = [a1_ceiling(inp.report, inp.thresholds) if components.gate_on("A1") else 100]
     eq1 = (
         eq1_cap(inp.report, inp.thresholds, inp.tools, inp.catalog)
@@ -70,7 +69,6 @@ def g1_cap(inp: GateInput) -> int | None:
     growing denominator cancels any upward move". The confidence is the harness's: if the
     number A1/EQ1 leave would rise above the harness's number before the round (``baseline``)
     while open questions grew, it is held at that baseline."""
-    from harness_cli import components
 
     prev, base = inp.previous, inp.baseline
     if prev is None or base is None or not components.gate_on("G1"):
@@ -90,7 +88,6 @@ def base_ceiling(inp: GateInput) -> int:
 def p7_ceiling(base: int, fails: int, t: InvestigationThresholds) -> int:
     """Down 7 points per FAIL dimension, not below the 40 floor; a base already under the
     floor stays where it is (P7 lowers, it never raises)."""
-    from harness_cli import components
 
     if fails <= 0 or not components.gate_on("P7"):
         return base
