@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from harness_cli.errors import ConfigError, InputError
+from harness_cli.errors import ConfigError, HarnessError, InputError
 from harness_cli.investigation.library import EVALS_DIR, LibraryCase
 from harness_cli.sandbox.anthropic_forward import Upstream
 from harness_cli.sandbox.model_script import load_script
@@ -43,19 +43,33 @@ def resolve(name: str) -> tuple[str, list[Path]]:
     )
 
 
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def load_named(
+    path: Path, model: type[_M], what: str, unreadable: type[HarnessError] = ConfigError
+) -> _M:
+    """A YAML file of ``model`` whose ``id`` is its file's name; a bad file is one line that
+    names it (``unreadable`` when it cannot be read at all, a ConfigError otherwise)."""
+    try:
+        found = model.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise unreadable(f"{what} {path} cannot be read: {exc.strerror}") from None
+    except (yaml.YAMLError, ValidationError) as exc:
+        first = " ".join(str(exc).splitlines()[0:3])
+        raise ConfigError(f"{what} {path}: {first}") from None
+    if getattr(found, "id", None) != path.stem:
+        raise ConfigError(
+            f"{what} {path}: id {getattr(found, 'id', None)!r} must match the file name"
+        )
+    return found
+
+
 def load_case_file(path: str | Path) -> LibraryCase:
     """One case file, checked (format and model script); a bad file is one ConfigError."""
 
     path = Path(path)
-    try:
-        case = LibraryCase.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except OSError as exc:
-        raise InputError(f"eval case {path} cannot be read: {exc.strerror}") from None
-    except (yaml.YAMLError, ValidationError) as exc:
-        first = " ".join(str(exc).splitlines()[0:3])
-        raise ConfigError(f"eval case {path}: {first}") from None
-    if case.id != path.stem:
-        raise ConfigError(f"eval case {path}: id {case.id!r} must match the file name")
+    case = load_named(path, LibraryCase, "eval case", unreadable=InputError)
     if not case.live:
         load_script(case.model_source(), case.variables or None)
     return case

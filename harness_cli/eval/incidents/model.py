@@ -14,10 +14,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness_cli.errors import ConfigError
+from harness_cli.eval.suites import load_named
 from harness_cli.investigation.library import EVALS_DIR
 from harness_cli.sandbox.jira_state import STATUSES
 from harness_cli.sandbox.world.incident import NOW, START, stamp, when
@@ -260,16 +260,7 @@ def _points(series: Series) -> list[list[Any]]:
 
 def load_incident(path: Path) -> Incident:
     """One incident file, checked; a bad file is one ConfigError naming it."""
-    try:
-        incident = Incident.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except OSError as exc:
-        raise ConfigError(f"incident {path} cannot be read: {exc.strerror}") from None
-    except (yaml.YAMLError, ValidationError) as exc:
-        first = " ".join(str(exc).splitlines()[0:3])
-        raise ConfigError(f"incident {path}: {first}") from None
-    if incident.id != path.stem:
-        raise ConfigError(f"incident {path}: id {incident.id!r} must match the file name")
-    return incident
+    return load_named(path, Incident, "incident")
 
 
 def load_incidents(folder: Path = INCIDENTS_DIR, only: list[str] | None = None) -> list[Incident]:
