@@ -128,7 +128,10 @@ def sandbox(
         def stop(signum: int, _frame: object) -> None:
             raise KeyboardInterrupt  # the same way out as Ctrl-C: state written, exit 0
 
-        previous = signal.signal(signal.SIGTERM, stop)
+        # SIGINT too, explicitly: a process started with SIGINT ignored (a background job of a
+        # non-interactive shell, some test runners' workers) inherits that, and Python then
+        # never turns Ctrl-C into KeyboardInterrupt: the sandbox would run on.
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
             deadline = None if run_for is None else time.monotonic() + run_for
             while deadline is None or time.monotonic() < deadline:
@@ -136,5 +139,6 @@ def sandbox(
         except KeyboardInterrupt:
             pass
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             box.write_state(root / "sandbox-state.json")

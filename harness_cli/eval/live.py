@@ -267,11 +267,16 @@ def summary(trials: Sequence[TrialResult], est: Estimate, cap: Cap) -> dict[str,
     }
 
 
+def _seconds(value: float | None) -> str:
+    # No trial finished (each was killed at its wall clock): no latency to report, not 0 s.
+    return "n/a" if value is None else f"{value:.1f} s"
+
+
 def lines(data: dict[str, Any]) -> list[str]:
     cap, lat, cal = data["cap"], data["latency_s"], data["calibration"]
     out = [f"live: ${data['spent_usd']:.4f} metered (${data['usd_per_trial']:.4f} a trial; "
-           f"estimated ${data['estimate']['usd']:.2f}); latency p50 {lat['p50']:.1f} s, p95 "
-           f"{lat['p95']:.1f} s"]  # fmt: skip
+           f"estimated ${data['estimate']['usd']:.2f}); latency p50 {_seconds(lat['p50'])}, p95 "
+           f"{_seconds(lat['p95'])}"]  # fmt: skip
     if cal["n"]:
         out.append(f"calibration of the told confidence over {cal['n']} accepted trial(s): Brier "
                    f"{cal['brier']:.3f}, ECE {cal['ece']:.3f} (lower is better)")  # fmt: skip

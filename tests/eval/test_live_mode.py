@@ -278,8 +278,9 @@ def test_a_live_trial_killed_at_its_wall_clock_still_counts_what_it_spent(
 
     watcher = threading.Thread(target=hang_when_investigating, daemon=True)
     watcher.start()
-    _, out, _ = cli("eval", "--live", CASE, "--runs", "1", "--timeout", "30", "--json")
+    _, out, err = cli("eval", "--live", CASE, "--runs", "1", "--timeout", "30", "--json")
     watcher.join()
+    assert out, err
     data = _data(out)
     (trial,) = data["not_passed"]
     assert trial["status"] == "timeout", trial

@@ -18,6 +18,31 @@ from tests.install.terminal import on_a_terminal
 pytestmark = pytest.mark.slow
 
 
+def test_ctrl_c_stops_the_sandbox_even_when_it_was_started_with_sigint_ignored(
+    tmp_path: Path,
+) -> None:
+    """A background job of a non-interactive shell (and some test runners' workers) starts
+    with SIGINT ignored; Python keeps it ignored, so Ctrl-C never stopped the sandbox (it hung
+    this suite's sandbox test now and then). The sandbox takes SIGINT itself."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness_cli", "sandbox", "--dir", str(tmp_path / "box"), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        assert proc.stdout is not None
+        json.loads(proc.stdout.readline())  # serving
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        assert (tmp_path / "box" / "sandbox-state.json").is_file()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_sandbox_serves_the_real_clients_until_interrupted(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness_cli", "sandbox", "--dir", str(tmp_path / "box"), "--json"],
