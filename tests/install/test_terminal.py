@@ -58,7 +58,9 @@ def test_investigate_and_dev_agent_show_live_progress_and_warnings_read_as_one_l
     assert warning.lstrip().startswith("warning: claude CLI not found") and "anthropic" in warning
     assert '{"ts"' not in screen  # no JSON log line on a terminal
     assert "investigate AAA-101 · iteration 1/20" in screen
-    assert re.search(r"iteration 2/20 · confidence \d+%", screen), screen
+    # The display redraws a few times a second, so a fast iteration may be drawn over before
+    # a frame shows it: any later iteration with its confidence proves the line moved on.
+    assert re.search(r"iteration (?:[2-9]|1\d|20)/20 · confidence \d+%", screen), screen
     assert "investigator:" in screen
     assert cli("admin", "task AAA-101")[0] == 0  # approved; dev-agent recorded, run it here
     code, screen = terminal("dev-agent", "AAA-101", "--mode", "task", "--auto", cwd=tmp_path)
