@@ -8,9 +8,16 @@ from typing import Any
 
 from harness_cli import dryrun
 from harness_cli.config import Config, load_config
-from harness_cli.dispatch.backends import RunCommand, use_ci_client, use_inline_runner
+from harness_cli.dispatch.backends import (
+    RunCommand,
+    choose_backend,
+    use_ci_client,
+    use_inline_runner,
+)
 from harness_cli.dispatch.ci import ActionsRuns
 from harness_cli.errors import ConfigError
+from harness_cli.intake.context import Intake
+from harness_cli.outbox.doors import Doors
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.forge import Forge, ForgeRouter, forge_map, home_forge
 from harness_cli.services.github import GitHubSettings, LiveGitHub
@@ -65,6 +72,38 @@ class _LazySlack:
 
 def lazy_slack() -> Slack:
     return _LazySlack()  # type: ignore[return-value]
+
+
+def doors(cfg: Config | None = None, client: Slack | None = None) -> Doors:
+    """What a run or an intake path speaks through, each door built on first use (a run that
+    never talks to Slack needs no token). ``client``: a Slack client already connected."""
+    chat = client or lazy_slack()
+    return Doors(
+        make_slack=lambda: chat,
+        make_out=lambda: outbound(cfg or load_config(), chat),
+        make_forge=gitlab,
+        make_jira=jira,
+    )
+
+
+def intake_context() -> Intake:
+    """poll-slack's and listen's context: Slack connected now (a cycle reads channels)."""
+    return _intake(load_config(), slack())
+
+
+def local_context() -> Intake:
+    """For commands run by the operator at a shell: Slack is connected only if a call needs
+    it (pause, status and most admin commands need none)."""
+    return _intake(load_config(), lazy_slack())
+
+
+def _intake(cfg: Config, client: Slack) -> Intake:
+    return Intake(
+        cfg=cfg,
+        doors=doors(cfg, client),
+        backend=choose_backend(cfg.harness.dispatch),
+        budget_seconds=cfg.harness.thresholds.poll_cycle_budget_seconds,
+    )
 
 
 def gitlab() -> GitLab:

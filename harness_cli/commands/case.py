@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from harness_cli import paths
+from harness_cli import paths, wiring
 from harness_cli.commands import new_app
 from harness_cli.config import all_jira_prefixes, extract_jira_key, load_config
 from harness_cli.delivery.reopen import accept_checks as accept
@@ -200,7 +200,7 @@ def accept_checks(
     """Accept the change to the required checks in the case's newest acceptance run (the MR
     stays a draft without it); the checks run again and the MR follows their result."""
 
-    changed, message = accept(load_config(), case_id, dry_run=dry_run)
+    changed, message = accept(load_config(), case_id, wiring.gitlab(), dry_run=dry_run)
     result = Result("case accept-checks", data={"case_id": case_id})
     (result.changed if changed else result.skipped).append(message)
     emit(result)

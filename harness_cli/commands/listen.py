@@ -10,10 +10,10 @@ import typer
 
 from harness_cli.commands import new_app
 from harness_cli.commands.poll_slack import tally_result
-from harness_cli.intake.build import intake_context
 from harness_cli.intake.listener import listen as serve
 from harness_cli.output import emit
 from harness_cli.state.locks import hold
+from harness_cli.wiring import intake_context
 
 app = new_app("Socket Mode listener (long-running, optional).")
 

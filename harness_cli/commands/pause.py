@@ -8,10 +8,10 @@ from harness_cli.commands import new_app
 from harness_cli.errors import InputError
 from harness_cli.intake.admin import execute
 from harness_cli.intake.admin_parser import AdminUsage, parse_admin
-from harness_cli.intake.build import local_context
 from harness_cli.intake.pause import view
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.wiring import local_context
 
 app = new_app("Pause automatic dispatch (optionally for a DURATION).")
 

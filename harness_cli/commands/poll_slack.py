@@ -7,7 +7,6 @@ import typer
 
 from harness_cli.commands import new_app
 from harness_cli.intake.admin_parser import strip_prefix
-from harness_cli.intake.build import intake_context
 from harness_cli.intake.context import Tally
 from harness_cli.intake.poller import poll_cycle
 from harness_cli.output import emit
@@ -15,6 +14,7 @@ from harness_cli.result import Result
 from harness_cli.sessions.waiting import expire_due
 from harness_cli.state import dedup
 from harness_cli.state.locks import hold
+from harness_cli.wiring import intake_context
 from harness_cli.workflows.cycle import tend
 
 app = new_app("One Slack poll cycle: new tickets, thread replies, admin commands.")

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import typer
 
+from harness_cli import wiring
 from harness_cli.commands import new_app
-from harness_cli.investigation.run import review_case
 from harness_cli.output import emit
-from harness_cli.result import Result
 from harness_cli.workflows import runner
 
 app = new_app("Adversarial review (D1-D15) and red-team review (G5) of a case.")
@@ -24,17 +23,5 @@ def review(
     Each reviewer runs in a fresh folder holding only what its role may see; the slate they
     are shown is the locked one (a changed kickoff_precommitment.json is put back first)."""
 
-    inv = runner.resolve("review", case, payload)
-    with runner.running(inv):
-        outcome = review_case(inv.case_id)
-    result = Result("review", data=outcome)
-    result.messages.append(
-        f"severity={outcome['review']['severity']}  "
-        f"red_team_diverges={outcome['review']['red_team'].get('diverges')}  "
-        f"decision={outcome['verdict']['decision']}"
-    )
-    if outcome.get("reason"):
-        result.messages.append(str(outcome["reason"]))
-    # A lock put back before the review: the operator should know the slate was tampered with.
-    result.messages += [str(note) for note in outcome.get("lock", [])]
-    emit(result)
+    run = runner.resolve("review", case, payload, doors=wiring.doors())
+    emit(runner.run(run))

@@ -7,10 +7,10 @@ from harness_cli import run_slots
 from harness_cli.commands import new_app
 from harness_cli.intake import pause
 from harness_cli.intake.admin import status_text
-from harness_cli.intake.build import local_context
 from harness_cli.ops.summary import last_24h
 from harness_cli.output import emit
 from harness_cli.result import Result
+from harness_cli.wiring import local_context
 from harness_cli.workspace import registry
 
 app = new_app("Report pause state, open cases and monitored MRs.")

@@ -112,8 +112,8 @@ def change_push_and_mr(
         change.changed, change.commits = True, _subjects(wt, since)
         event(log, "stranded_commits_adopted", case_id=work.case.id, mode=mode, since=since)
     change.outcome = push.push_with_recovery(
-        wt, runtime=work.runtime, outbound=work.out, cfg=work.cfg, case_id=work.case.id,
-        case_dir=work.case_dir, task_text=job, target=target,
+        wt, runtime=work.runtime, outbound=work.out, forge=work.gitlab, cfg=work.cfg,
+        case_id=work.case.id, case_dir=work.case_dir, task_text=job, target=target,
     )  # fmt: skip
     if change.pushed:
         change.commits = _subjects(wt, before)  # as pushed (the pre-push check may reword)

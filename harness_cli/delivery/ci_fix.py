@@ -62,8 +62,8 @@ def _recover(work: Work, wt: Worktree) -> dict[str, Any]:
     target = str(work.args.get("target_branch") or wt.base_branch)
     status = str(work.args["merge_status"])
     pushed = push.push_with_recovery(
-        wt, runtime=work.runtime, outbound=work.out, cfg=work.cfg, case_id=work.case.id,
-        case_dir=work.case_dir, target=target,
+        wt, runtime=work.runtime, outbound=work.out, forge=work.gitlab, cfg=work.cfg,
+        case_id=work.case.id, case_dir=work.case_dir, target=target,
         task_text=f"The MR's branch {wt.branch} is `{status}` against {target}: bring it onto "
         f"origin/{target}, keeping the case's change and what {target} gained.",
     )  # fmt: skip

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness_cli import wiring
 from harness_cli.config import Config
 from harness_cli.delivery import acceptance, check_guard, mr, worktrees
 from harness_cli.errors import InputError, LockHeld, PolicyRefused, StateConflict
+from harness_cli.services.gitlab import GitLab
 from harness_cli.state import files
 from harness_cli.state.locks import hold
 from harness_cli.workspace import registry
@@ -85,7 +85,7 @@ def reopen_case(cfg: Config, case_id: str, *, by: str = "operator") -> Reopened:
 
 
 def accept_checks(
-    cfg: Config, case_id: str, *, by: str = "operator", dry_run: bool = False
+    cfg: Config, case_id: str, forge: GitLab, *, by: str = "operator", dry_run: bool = False
 ) -> tuple[bool, str]:
     """Record the operator's OK for the check change in the newest acceptance record, run the
     checks again and submit the MR from that record. Returns (changed, message).
@@ -127,11 +127,10 @@ def accept_checks(
         approved=check_guard.approved_digests(folder), box=cfg.harness.sandbox,
         worktrees=cfg.harness.delivery.root(),
     )  # fmt: skip
-    gitlab = wiring.gitlab()
     key, entry = next((k, e) for k, e in opened if e.project == wt.project)
-    current = gitlab.get_mr(entry.project, entry.iid)
+    current = forge.get_mr(entry.project, entry.iid)
     done = mr.submit_mr(
-        gitlab, project=entry.project, source_branch=wt.branch, target_branch=wt.base_branch,
+        forge, project=entry.project, source_branch=wt.branch, target_branch=wt.base_branch,
         title=current.title, description=current.description, commit_messages=[],
         case_id=case_id, case_dir=folder, acceptance=rerun,
         head_sha=wt.git().head_sha() or "", thresholds=cfg.harness.thresholds,

@@ -12,19 +12,20 @@ import json
 import logging
 from typing import Any
 
-from harness_cli import wiring
 from harness_cli.agents.factory import configured_runtime
 from harness_cli.config import load_config
 from harness_cli.delivery import ci_fix, dev_agent, outcome, review
 from harness_cli.delivery import work as work_mod
 from harness_cli.delivery.ci_fix import report_failure
 from harness_cli.dispatch import journal
+from harness_cli.dispatch.run import Outcome, Run
 from harness_cli.errors import HarnessError, InputError, PolicyRefused
 from harness_cli.logs import event
 from harness_cli.loop import outage
 from harness_cli.loop.runs import ModelUnavailable
 from harness_cli.ops import status_message
 from harness_cli.outbox import notify
+from harness_cli.outbox.doors import Doors
 from harness_cli.state import files
 from harness_cli.workspace import registry
 
@@ -41,8 +42,34 @@ STATUS_CHARS = 1500
 """The closing edit carries the whole outcome (the MR link, what failed, what changed)."""
 
 
+def dev_agent_workflow(run: Run) -> Outcome:
+    """The dev-agent workflow's entry: the mode in ``run.args`` (task, address_review, fix_ci)
+    to its one message; a failed task exits 1, and so does a run left waiting for the model."""
+    mode = str(run.args.get("mode") or "")
+    got = run_dev_agent(run.case_id, mode, run.args, run.doors, post=run.post)
+    # the summary holds the harness's own facts only: the run's message quotes third-party text
+    sha = str(got.get("pushed_sha") or "")
+    mr = got.get("mr") or {}
+    mr_url = str(mr.get("web_url") or "")
+    said = f"pushed {sha[:8]}" if sha else str(got.get("state") or "nothing pushed")
+    failed = mode == "task" and got.get("state") == "failed"
+    summary = f"dev-agent {mode}: {said}" + (f", MR {mr_url}" if mr_url else "")
+    outcome = Outcome("dev-agent", data=got, failed=failed, summary=summary)
+    if mr:
+        state = "ready" if mr.get("ready") else "draft"
+        outcome.changed.append(f"MR {mr_url} ({state})")
+    pushed = "pushed" if got.get("pushed") else "nothing pushed"
+    message = str(got.get("message") or f"{mode}: {got.get('state') or pushed}")
+    if failed or got.get("waiting"):
+        outcome.errors.append(message)  # the work failed: exit 1, and the case says so
+        outcome.exit_code = 1
+    else:
+        outcome.messages.append(message)
+    return outcome
+
+
 def run_dev_agent(
-    case_id: str, mode: str, args: dict[str, Any], *, post: bool = True
+    case_id: str, mode: str, args: dict[str, Any], doors: Doors, *, post: bool = True
 ) -> dict[str, Any]:
 
     if mode not in MODES:
@@ -65,8 +92,8 @@ def run_dev_agent(
         case=case,
         case_dir=registry.case_dir(case_id),
         runtime=configured_runtime(cfg),
-        gitlab=wiring.gitlab(),
-        out=wiring.outbound(cfg, wiring.lazy_slack()),
+        gitlab=doors.forge,
+        out=doors.out,
         args={**args, "mode": mode},
         quiet=not post,
     )

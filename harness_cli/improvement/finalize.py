@@ -30,15 +30,18 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import clock
+from harness_cli.agents.factory import configured_runtime
 from harness_cli.agents.runtime import Runtime
-from harness_cli.config import Config
+from harness_cli.config import Config, load_config
 from harness_cli.dispatch import journal
-from harness_cli.errors import HarnessError, LockHeld, PolicyRefused
+from harness_cli.dispatch.run import Outcome, Run
+from harness_cli.errors import EXIT_REFUSED, HarnessError, LockHeld, PolicyRefused
 from harness_cli.improvement import gap_patterns, gap_reports, patch_suggester
 from harness_cli.improvement.retrospective import write_retrospective
-from harness_cli.improvement.thresholds import ImprovementThresholds
+from harness_cli.improvement.thresholds import ImprovementThresholds, thresholds_from
 from harness_cli.logs import event
 from harness_cli.memory import transcripts
+from harness_cli.outbox.doors import Doors
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.outbox.slack_door import Owed
 from harness_cli.services.gitlab import GitLab
@@ -75,6 +78,15 @@ class Services:
     @cached_property
     def runtime(self) -> Runtime:
         return self.make_runtime()
+
+    @classmethod
+    def through(cls, cfg: Config, doors: Doors) -> Services:
+        """The run's doors, and the configured model runtime."""
+        return cls(
+            make_gitlab=lambda: doors.forge,
+            make_outbound=lambda: doors.out,
+            make_runtime=lambda: configured_runtime(cfg),
+        )
 
 
 @dataclass
@@ -133,6 +145,39 @@ def _record(
             {"status": status, "mr_url": mr_url, "updated_at": clock.now(), "detail": detail,
              "reports": reports or []}
         )  # fmt: skip
+
+
+def finalize_workflow(run: Run) -> Outcome:
+    """The finalize workflow's entry for one case; an "already finalized" is DMed too when
+    the run came from ``admin: finalize`` (a payload), whose author waits for an answer."""
+    cfg = load_config()
+    done = finalize_case(cfg, run.case_id, Services.through(cfg, run.doors),
+                         thresholds_from(cfg.harness), notify=run.post,
+                         tell_skip=run.payload is not None)  # fmt: skip
+    return summarize([done], due=False)
+
+
+def summarize(outcomes: list[FinalizeOutcome], *, due: bool) -> Outcome:
+    """What one finalize run, or a ``--due`` sweep, says: an MR opened or nothing to propose
+    is a change; a failure exits 1; a held reservation exits 4 (it runs once its holder is
+    done)."""
+    result = Outcome("finalize", data={"cases": [o.to_json() for o in outcomes]})
+    for o in outcomes:
+        line = f"{o.case_id}: {o.message}"
+        if o.status in ("open", "no_gaps"):
+            result.changed.append(line)
+        elif o.status == "failed":
+            result.errors.append(line)
+        else:
+            result.skipped.append(line)
+        result.errors += [f"{o.case_id}: {e}" for e in o.errors]
+    if due and not outcomes:
+        result.messages.append("no case with gap reports is due")
+    if any(o.status == "failed" for o in outcomes):
+        result.exit_code = 1
+    elif any(o.status == "denied" for o in outcomes):
+        result.exit_code = EXIT_REFUSED
+    return result
 
 
 def finalize_case(

@@ -137,6 +137,7 @@ def suggest(job: PatchJob) -> Suggestion:
         wt,
         runtime=job.runtime,
         outbound=job.out,
+        forge=job.gitlab,
         cfg=job.cfg,
         case_id=job.case.id,
         case_dir=job.case_dir,

@@ -157,7 +157,7 @@ def execute(ctx: Intake, cmd: AdminCommand) -> str:
         case_id = validate_case_id(cmd.args[0])
         if verb == "reopen":
             return reopen.reopen_case(ctx.cfg, case_id, by=ctx.operator).message
-        return reopen.accept_checks(ctx.cfg, case_id, by=ctx.operator)[1]
+        return reopen.accept_checks(ctx.cfg, case_id, ctx.forge, by=ctx.operator)[1]
     if verb == "approve":
         return waiting.approve(cmd.args[0], backend=ctx.backend)
     if verb == "run":

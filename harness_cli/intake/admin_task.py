@@ -14,7 +14,6 @@ from harness_cli.config import resolve_project
 from harness_cli.delivery import reopen
 from harness_cli.errors import HarnessError, InputError, LockHeld
 from harness_cli.intake import case_thread, jira_source
-from harness_cli.intake.build import local_context
 from harness_cli.intake.context import Intake
 from harness_cli.logs import event
 from harness_cli.outbox import notify
@@ -186,7 +185,7 @@ def retry(ctx: Intake, key: str) -> str:
     return f"{case_id}: dev-agent started again (mode task{', auto' if auto else ''})"
 
 
-def auto_after_investigation(case_id: str) -> str | None:
+def auto_after_investigation(ctx: Intake, case_id: str) -> str | None:
     """#34 item 10: "adding --auto makes it unattended" — an investigation that ends waiting
     for approval on a case the operator asked for with ``admin: task <jira> --auto`` is
     approved here and the dev-agent starts (plan included), with no reply awaited. Before, the
@@ -196,7 +195,6 @@ def auto_after_investigation(case_id: str) -> str | None:
     case = registry.load_case(case_id)
     if not case.task_auto or case.status != "awaiting_approval":
         return None
-    ctx = local_context()
     answer = task(ctx, case_id, auto=False)  # what `admin: task <case>` runs
     try:
         notify.dm(ctx.out, ctx.cfg, "task_auto",

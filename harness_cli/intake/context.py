@@ -16,7 +16,9 @@ from harness_cli.dispatch.backends import BackendName
 from harness_cli.dispatch.payload import Payload, Trigger, idempotency_key
 from harness_cli.intake import pause
 from harness_cli.logs import event
+from harness_cli.outbox.doors import Doors
 from harness_cli.outbox.outbound import Outbound
+from harness_cli.services.gitlab import GitLab
 from harness_cli.services.jira import Jira
 from harness_cli.services.slack import RateLimited, Slack
 from harness_cli.state import files
@@ -64,8 +66,8 @@ class Tally:
 @dataclass
 class Intake:
     cfg: Config
-    slack: Slack
-    out: Outbound
+    doors: Doors
+    """Slack, the outbox door, the forge and Jira, handed down by the edge (``wiring``)."""
     backend: BackendName
     budget_seconds: float = 30.0
     tally: Tally = field(default_factory=Tally)
@@ -81,11 +83,26 @@ class Intake:
     history_before: float = 0.0
     """Epoch second of this HARNESS_HOME's install: older admin commands and replies are
     history (0: no such rule, e.g. a home that predates it)."""
-    jira: Jira | None = None
-    """The Jira source (#30), or None when no ``JIRA_URL`` is configured."""
     stop: threading.Event | None = None
     """Set when the run must end now (``listen`` got SIGTERM): a Retry-After wait ends at once
     and the message in hand is left in flight — the next poll-slack cycle takes it over."""
+
+    @property
+    def slack(self) -> Slack:
+        return self.doors.slack
+
+    @property
+    def out(self) -> Outbound:
+        return self.doors.out
+
+    @property
+    def jira(self) -> Jira | None:
+        """The Jira source (#30), or None when no ``JIRA_URL`` is configured."""
+        return self.doors.jira
+
+    @property
+    def forge(self) -> GitLab:
+        return self.doors.forge
 
     @property
     def operator(self) -> str:

@@ -11,10 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness_cli import clock, paths, wiring
+from harness_cli import clock, paths
 from harness_cli.agents.factory import configured_runtime, require_credentials
 from harness_cli.config import Config, load_config
 from harness_cli.dispatch import journal
+from harness_cli.dispatch.run import Outcome, Run
 from harness_cli.errors import EXIT_FAILED, InputError, PolicyRefused
 from harness_cli.investigation import hand, precommit
 from harness_cli.investigation.analysis import investigator_notes
@@ -28,13 +29,29 @@ from harness_cli.loop.prompts import render
 from harness_cli.loop.report import extract_report
 from harness_cli.loop.runs import CaseRunner, ModelUnavailable, evidence_paths
 from harness_cli.ops import status_message
+from harness_cli.outbox.doors import Doors
 from harness_cli.state.store import atomic_write_json
 from harness_cli.workspace import registry
 
 STARTABLE = ("new", "investigating", "awaiting_approval", "failed", "escalated")
 
 
-def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
+def investigate_workflow(run: Run) -> Outcome:
+    """The investigate workflow's entry: the loop up to its exit, as the command reports it."""
+    got = investigate_case(run.case_id, run.doors, post=run.post)
+    line = str(got["exit_line"])
+    outcome = Outcome("investigate", data=got, exit_code=got["exit_code"], summary=line,
+                      failed=bool(got["exit_code"]), messages=[line])  # fmt: skip
+    if got.get("owed"):
+        outcome.messages.append(f"the result post is owed: {got['owed']}")
+    if got["exit_code"]:
+        outcome.errors.append(f"case {run.case_id}: {got['reason']}")
+    suffix = "" if run.post else " (dry run: nothing posted, committed or pushed)"
+    outcome.changed.append(f"case {run.case_id} → {got['status']}{suffix}")
+    return outcome
+
+
+def investigate_case(case_id: str, doors: Doors, *, post: bool = True) -> dict[str, Any]:
     cfg = load_config()
     case = registry.load_case(case_id)
     if case.status not in STARTABLE:
@@ -46,7 +63,7 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
     run = journal.current()
     saved = run.recall(PUBLISHED) if run is not None and post else None
     if isinstance(saved, dict):
-        return _resume(cfg, case_id, saved)
+        return _resume(cfg, case_id, saved, doors)
     require_credentials(cfg)  # before the case moves: a refusal leaves it as it was
     t = cfg.harness.thresholds
     with registry.update_case(case_id, t, "investigating", sync_now=post) as fresh:
@@ -54,7 +71,7 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
     folder = registry.case_dir(case_id)
     _archive_previous_run(folder)
     runtime = configured_runtime(cfg)
-    status = _live_status(cfg, case_id) if post else None
+    status = _live_status(cfg, case_id, doors) if post else None
     runner = CaseRunner(
         runtime,
         cfg,
@@ -70,23 +87,21 @@ def investigate_case(case_id: str, *, post: bool = True) -> dict[str, Any]:
     except ModelUnavailable as exc:
         if exc.kind != "outage":
             raise  # pragma: no cover - the loop turns every other kind into exit=failed
-        return _wait_for_model(cfg, case_id, exc, status, post=post)
+        return _wait_for_model(cfg, case_id, exc, status, doors, post=post)
     except BaseException as exc:
         if status is not None:
             status.failed(status_message.reason(exc))
         with registry.update_case(case_id, t, "investigation failed", sync_now=post) as c:
             c.move("failed", by="investigate")
         raise
-    out = None
-    if post:
-        out = wiring.outbound(cfg)
+    out = doors.out if post else None
     # The exit line goes out once: the result is written over the live status message.
     edit_ts = status.handover() if status is not None else None
     done = publish(cfg, case_id, result, out, sync_now=post, edit_ts=edit_ts)
     if post:
         outage.recovered(case_id, cfg, out)  # it got through: it waits no more
     decision = result.decision
-    actions = _hand(cfg, case_id, out) if out is not None else []
+    actions = _hand(cfg, case_id, doors) if post else []
     return {
         "case_id": case_id,
         "exit_line": done.exit_line,
@@ -108,6 +123,7 @@ def _wait_for_model(
     case_id: str,
     exc: ModelUnavailable,
     status: status_message.StatusReporter | None,
+    doors: Doors,
     *,
     post: bool,
 ) -> dict[str, Any]:
@@ -118,7 +134,7 @@ def _wait_for_model(
     if status is not None:  # first: the next try goes on editing this message
         status.waiting(f"the model API is {why}; tried again by itself")
     if post:
-        outage.wait(cfg, wiring.outbound(cfg, wiring.lazy_slack()), case_id=case_id,
+        outage.wait(cfg, doors.out, case_id=case_id,
                     workflow="investigate", detail=exc.detail,
                     status_ts=status.ts if status is not None else None)  # fmt: skip
     line = f"waiting: the model API is {why}; case {case_id} is tried again by the next cycles"
@@ -138,17 +154,17 @@ def _wait_for_model(
     }
 
 
-def _resume(cfg: Config, case_id: str, saved: dict[str, Any]) -> dict[str, Any]:
+def _resume(cfg: Config, case_id: str, saved: dict[str, Any], doors: Doors) -> dict[str, Any]:
     """A run killed after it published (the case holds the result): post what it owes, close
     its live status message, and report what it concluded — no second investigation."""
 
-    out = wiring.outbound(cfg, wiring.lazy_slack())
+    out = doors.out
     status = status_message.for_case(cfg, out, case_id, f"investigate {case_id}")
     done = resume_published(cfg, case_id, saved, out)
     if status is not None:
         status.start()  # the killed run's placeholder (same scope: same post), edited to its end
         status.done(f"{saved.get('exit')} after {saved.get('iterations')} iteration(s)")
-    actions = _hand(cfg, case_id, out)
+    actions = _hand(cfg, case_id, doors)
     return {
         "case_id": case_id,
         "exit_line": done.exit_line,
@@ -166,11 +182,11 @@ def _resume(cfg: Config, case_id: str, saved: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _hand(cfg: Config, case_id: str, out: Any) -> list[str]:
+def _hand(cfg: Config, case_id: str, doors: Doors) -> list[str]:
     """The 95+ rule (#30): after the draft is out, the harness runs the actions that may run
     by themselves (a resumed run finds those its predecessor ran), and lists the drafts."""
 
-    return hand.run_auto(cfg, case_id, wiring.jira(), out)
+    return hand.run_auto(cfg, case_id, doors.jira, doors.out)
 
 
 def _committer(cfg: Config, case_id: str) -> Any:
@@ -181,9 +197,8 @@ def _committer(cfg: Config, case_id: str) -> Any:
     return commit
 
 
-def _live_status(cfg: Config, case_id: str) -> status_message.StatusReporter | None:
-    out = wiring.outbound(cfg, wiring.lazy_slack())
-    return status_message.for_case(cfg, out, case_id, f"investigate {case_id}")
+def _live_status(cfg: Config, case_id: str, doors: Doors) -> status_message.StatusReporter | None:
+    return status_message.for_case(cfg, doors.out, case_id, f"investigate {case_id}")
 
 
 def _archive_previous_run(folder: Path) -> None:
@@ -199,6 +214,22 @@ def _archive_previous_run(folder: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     for path in moved:
         path.rename(target / path.name)
+
+
+def review_workflow(run: Run) -> Outcome:
+    """The review workflow's entry: both reviews and the gates' verdict."""
+    got = review_case(run.case_id)
+    outcome = Outcome("review", data=got)
+    outcome.messages.append(
+        f"severity={got['review']['severity']}  "
+        f"red_team_diverges={got['review']['red_team'].get('diverges')}  "
+        f"decision={got['verdict']['decision']}"
+    )
+    if got.get("reason"):
+        outcome.messages.append(str(got["reason"]))
+    # A lock put back before the review: the operator should know the slate was tampered with.
+    outcome.messages += [str(note) for note in got.get("lock", [])]
+    return outcome
 
 
 def review_case(case_id: str) -> dict[str, Any]:

@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness_cli import clock
-from harness_cli.config import Config
+from harness_cli.config import Config, load_config
 from harness_cli.dispatch import journal
+from harness_cli.dispatch import run as runs
+from harness_cli.errors import EXIT_REFUSED
 from harness_cli.logs import event
 from harness_cli.loop.prompts import render
 from harness_cli.memory import state as memstate
@@ -36,6 +38,7 @@ from harness_cli.memory.thresholds import MemoryThresholds, thresholds_from
 from harness_cli.memory.transcripts import Transcript
 from harness_cli.memory.trigger import evaluate
 from harness_cli.outbox.outbound import Outbound
+from harness_cli.result import Result
 from harness_cli.state.locks import case_lock
 from harness_cli.state.store import atomic_write_text
 from harness_cli.workspace import registry
@@ -88,6 +91,33 @@ def batch(pending: list[Transcript], budget_chars: int) -> list[Transcript]:
         chosen.append(item)
         used += len(item.body)
     return chosen
+
+
+def consolidate_workflow(run: runs.Run) -> runs.Outcome:
+    """The consolidate workflow's entry for one case (``--force``: in ``run.options``)."""
+    done = consolidate_case(
+        run.case_id, cfg=load_config(), force=bool(run.options.get("force")),
+        trigger_kind=run.trigger_kind, out=run.doors.out if run.post else None,
+    )  # fmt: skip
+    outcome = runs.Outcome("consolidate", data=done.to_json())
+    report(outcome, done)
+    if done.outcome == "refused":
+        outcome.exit_code = EXIT_REFUSED
+    return outcome
+
+
+def report(result: Result, done: Consolidation) -> None:
+    """What one consolidation says in the command's result (one case, or each of a sweep)."""
+    if done.outcome == "written":
+        result.changed.append(
+            f"{done.case_id}: TASK.md {done.bytes_before} B → {done.bytes_after} B from "
+            f"{len(done.transcripts)} transcript(s) ({', '.join(done.signals) or 'forced'})"
+        )
+    elif done.outcome == "refused":
+        result.errors.append(f"{done.case_id}: refused — {done.note}; TASK.md kept")
+    else:
+        reason = done.note or "; ".join(done.reasons)
+        result.skipped.append(f"{done.case_id}: {reason}")
 
 
 def consolidate_case(

@@ -21,15 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import clock
-from harness_cli.config import Config
+from harness_cli.config import Config, load_config
 from harness_cli.dispatch import dispatcher as dispatch
 from harness_cli.dispatch.backends import choose_backend
 from harness_cli.dispatch.payload import Payload, Trigger
+from harness_cli.dispatch.run import Outcome, Run
 from harness_cli.errors import HarnessError, InputError, ServiceError
 from harness_cli.intake import pause
 from harness_cli.intake.admin import execute
 from harness_cli.intake.admin_parser import AdminCommand
-from harness_cli.intake.build import local_context
+from harness_cli.intake.context import Intake
 from harness_cli.investigation.publish import read_ticket
 from harness_cli.logs import event
 from harness_cli.loop.prompts import render
@@ -75,13 +76,42 @@ class FollowupRun:
         return asdict(self)
 
 
+def followup_workflow(run: Run) -> Outcome:
+    """The followup workflow's entry: answer the replies past the case's watermark (the
+    payload's thread, else the case thread in the operator's self-DM)."""
+    cfg = load_config()
+    thread, kind, ts = None, "manual", None
+    if run.payload is not None:
+        kind, ts = run.payload.trigger.kind, run.payload.trigger.ts or None
+        if run.payload.channel and run.payload.thread_ts:
+            dm = cfg.harness.operator.self_dm_channel
+            thread = Thread(run.payload.channel, run.payload.thread_ts, run.payload.channel == dm)
+    admin = Intake(cfg, run.doors, backend=choose_backend(cfg.harness.dispatch))
+    out = run.doors.out if run.post else None
+    done = Followup(cfg, run.doors.slack, out, admin).run(
+        run.case_id, thread=thread, trigger_kind=kind, trigger_ts=ts
+    )
+    outcome = Outcome("followup", data=done.to_json())
+    if done.note:
+        outcome.skipped.append(f"{run.case_id}: {done.note}")
+    for turn in done.turns:
+        what = "approved: handed to the dev-agent" if turn.approval else "answered"
+        outcome.changed.append(f"{turn.transcript}: {len(turn.replies)} reply(ies) {what}")
+    outcome.changed += [f"{name}: gap report written" for name in done.gap_reports]
+    if done.consolidation:
+        outcome.messages.append(f"consolidation triggered ({', '.join(done.consolidation)})")
+    return outcome
+
+
 @dataclass
 class Followup:
-    """One followup run's collaborators, passed in (``commands/followup.py`` builds them)."""
+    """One followup run's collaborators, passed in (:func:`followup_workflow` builds them)."""
 
     cfg: Config
     slack: Slack
     out: Outbound | None
+    admin: Intake
+    """What an approval reply runs ``admin: task`` with."""
     runner: MemoryRunner | None = None
     """Built on the first model call: an approval or an already-answered reply needs none."""
 
@@ -190,7 +220,7 @@ class Followup:
         self, case: Case, folder: Path, thread: Thread, kind: str, replies: list[Reply]
     ) -> Turn:
 
-        answer = execute(local_context(), AdminCommand("task", (case.id,)))
+        answer = execute(self.admin, AdminCommand("task", (case.id,)))
         event(log, "followup_approval", case_id=case.id, reply_ts=replies[-1].ts, result=answer)
         turn = Turn("", [r.ts for r in replies], approval=True)
         turn.posted_ts = self._post(case, answer)

@@ -26,6 +26,7 @@ from harness_cli.config import load_config
 from harness_cli.errors import HarnessError, PolicyRefused, ServiceError
 from harness_cli.faults import crash_point
 from harness_cli.logs import event
+from harness_cli.outbox.doors import Doors
 from harness_cli.services.git import Git
 from harness_cli.sessions import outcome as outcomes
 from harness_cli.sessions.board import Board
@@ -310,10 +311,11 @@ def elements_for(workflow: str, case_id: str, payload: Any) -> tuple[list[Elemen
 
 @contextmanager
 def workflow_session(
-    workflow: str, case_id: str, payload: Any, *, write_outcome: bool = True
+    workflow: str, case_id: str, payload: Any, *, doors: Doors, write_outcome: bool = True
 ) -> Iterator[Session | None]:
     """Gate, hold, heartbeat, then outcome report and release. Deny: PolicyRefused (exit 4),
-    before anything is cloned or changed. Warn: the run is parked (see :mod:`waiting`)."""
+    before anything is cloned or changed. Warn: the run is parked (see :mod:`waiting`) and the
+    operator is DMed through ``doors``."""
     # waiting parks and starts runs here: a two-module pair
     from harness_cli.sessions import waiting  # noqa: PLC0415
 
@@ -339,7 +341,7 @@ def workflow_session(
     if verdict.decision == "deny":
         raise PolicyRefused(verdict.line, hint=_deny_hint(verdict))
     if session is None:  # warn
-        raise waiting.park(workflow, case_id, payload, verdict)
+        raise waiting.park(workflow, case_id, payload, verdict, doors.out)
     crash_point("session.opened")
     token = _current.set(session)
     session.start_heartbeat()

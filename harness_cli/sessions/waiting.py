@@ -23,13 +23,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness_cli import clock, paths, wiring
+from harness_cli import clock, paths
 from harness_cli.config import load_config
 from harness_cli.dispatch import dispatcher as dispatch
 from harness_cli.dispatch.payload import Payload
 from harness_cli.errors import EXIT_OK, HarnessError, InputError, PolicyRefused
 from harness_cli.logs import event
 from harness_cli.outbox import notify
+from harness_cli.outbox.outbound import Outbound
 from harness_cli.sessions.gate import Verdict
 from harness_cli.sessions.model import ScopeDoc, WaitingRun
 from harness_cli.state.store import atomic_write_text
@@ -136,7 +137,9 @@ def approved(payload: Any) -> bool:
         return False
 
 
-def park(workflow: str, case_id: str, payload: Any, verdict: Verdict) -> AwaitingApproval:
+def park(
+    workflow: str, case_id: str, payload: Any, verdict: Verdict, out: Outbound
+) -> AwaitingApproval:
     """Record the run as waiting (once per payload key) and DM the operator once."""
     key = str(getattr(payload, "key", "") or "")
     for old in all_runs():
@@ -165,7 +168,7 @@ def park(workflow: str, case_id: str, payload: Any, verdict: Verdict) -> Awaitin
         case_id=case_id,
         reasons=verdict.reasons,
     )
-    _dm(run)
+    _dm(run, out)
     return _waiting(run)
 
 
@@ -178,7 +181,7 @@ def _waiting(run: WaitingRun) -> AwaitingApproval:
     )
 
 
-def _dm(run: WaitingRun) -> None:
+def _dm(run: WaitingRun, out: Outbound) -> None:
     text = (
         f"{run.workflow} waits for your approval: {'; '.join(run.reasons)}. Reply "
         f"`admin: approve {run.run}` to check again and start it; unapproved it is cancelled "
@@ -187,7 +190,7 @@ def _dm(run: WaitingRun) -> None:
     try:
         cfg = load_config()
         notify.dm(
-            wiring.outbound(cfg, wiring.lazy_slack()),
+            out,
             cfg,
             "waiting_for_approval",
             text,

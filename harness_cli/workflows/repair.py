@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import logging
 
-from harness_cli import paths, wiring
+from harness_cli import paths
 from harness_cli.agents import guard
 from harness_cli.config import Config
 from harness_cli.errors import HarnessError, StateConflict
 from harness_cli.logs import event
 from harness_cli.outbox import flush, ledger
+from harness_cli.outbox.doors import Doors
 from harness_cli.workspace import registry
 
 log = logging.getLogger("harness.runs")
 
 
-def before_run(cfg: Config, case_id: str, *, workflow: str, commit: bool = True) -> list[str]:
+def before_run(
+    cfg: Config, case_id: str, doors: Doors, *, workflow: str, commit: bool = True
+) -> list[str]:
     """Repairs at the start of a run on ``case_id``; returns what was done (for the logs).
     The guard's repairs come first and always — a dry run (``commit=False``: nothing committed,
     nothing posted) must not read a ticket or a template a dead run's agent changed either."""
@@ -32,7 +35,7 @@ def before_run(cfg: Config, case_id: str, *, workflow: str, commit: bool = True)
     elif commit and refresh(cfg):
         done.append("read what other machines pushed")
     if commit:
-        done += flush_case(cfg, case_id)
+        done += flush_case(cfg, case_id, doors)
     if done:
         event(log, "run_repairs", case_id=case_id, workflow=workflow, repairs=done)
     return done
@@ -73,15 +76,16 @@ def refresh(cfg: Config) -> bool:
         return False
 
 
-def flush_case(cfg: Config, case_id: str) -> list[str]:
+def flush_case(cfg: Config, case_id: str, doors: Doors) -> list[str]:
     """Deliver the case's owed Slack writes (GitLab ones wait for mr-monitor)."""
 
     if not any(o.service == "slack" and o.owed for o in ledger.owed(case_id)):
         return []
 
-    out = wiring.outbound(cfg, wiring.lazy_slack())
     try:
-        report = flush.flush(out, self_dm=cfg.harness.operator.self_dm_channel, case_id=case_id)
+        report = flush.flush(
+            doors.out, self_dm=cfg.harness.operator.self_dm_channel, case_id=case_id
+        )
     except HarnessError as exc:  # e.g. no Slack token here: the next poll-slack delivers it
         event(log, "owed_flush_failed", logging.WARNING, case_id=case_id, error=exc.line())
         return []

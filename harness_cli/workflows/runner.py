@@ -1,6 +1,8 @@
-"""What every workflow subcommand shares: the case from ``CASE`` or ``--payload FILE``, the
-per-(workflow, case) lock that makes a second concurrent start exit 3, and the run journal that
-makes a run killed at any point resumable by the next one (:mod:`harness_cli.dispatch.journal`)."""
+"""The one runner of every workflow: ``run(Run) -> Outcome``. Around the workflow's entry
+(``workflows.table``): the pause gate, the per-(workflow, case) lock that makes a second
+concurrent start exit 3, the work session, the run journal that makes a run killed at any point
+resumable by the next one (:mod:`harness_cli.dispatch.journal`) with the repair of what a dead
+run left, and the cost scope. A workflow command is parse → ``wiring`` → :func:`run` → emit."""
 
 from __future__ import annotations
 
@@ -8,25 +10,26 @@ import logging
 import os
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness_cli import clock, dryrun, run_slots, wiring
+from harness_cli import clock, dryrun, run_slots
 from harness_cli.config import load_config
 from harness_cli.cost import meter
 from harness_cli.cost.budgets import BudgetExceeded
 from harness_cli.dispatch import journal
 from harness_cli.dispatch.backends import choose_backend
 from harness_cli.dispatch.dispatcher import start_waiting
-from harness_cli.dispatch.payload import Payload, load_payload
+from harness_cli.dispatch.payload import load_payload
+from harness_cli.dispatch.run import Outcome, Run
 from harness_cli.errors import HarnessError, InputError, PolicyRefused
 from harness_cli.intake import pause
 from harness_cli.outbox import notify
-from harness_cli.sessions.lifecycle import workflow_session
+from harness_cli.outbox.doors import Doors
+from harness_cli.sessions.lifecycle import finish, workflow_session
 from harness_cli.state.locks import workflow_lock
-from harness_cli.workflows import repair, unbegun
+from harness_cli.workflows import repair, table, unbegun
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import validate_case_id
 
@@ -37,18 +40,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("harness.cost")
 
 
-@dataclass
-class Invocation:
-    workflow: str
-    case_id: str
-    payload: Payload | None
-    payload_file: str = ""
-    args: dict[str, Any] = field(default_factory=dict)
-    """What the run was asked to do beyond its case (dev-agent's mode …): with the payload, the
-    identity a resumed run is recognised by."""
-
-
-def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> Invocation:
+def resolve(
+    workflow: str, case_arg: str | None, payload_file: str | None, *, doors: Doors,
+    post: bool = True,
+) -> Run:  # fmt: skip
+    """The run a command names: its case from ``CASE`` or ``--payload FILE`` (both: they
+    must agree)."""
     payload = load_payload(Path(payload_file)) if payload_file else None
     if payload is not None and payload.workflow != workflow:
         raise InputError(
@@ -62,16 +59,35 @@ def resolve(workflow: str, case_arg: str | None, payload_file: str | None) -> In
         )
     if payload is not None and case_arg and case_arg != payload.case_id:
         raise InputError(f"CASE {case_arg} does not match the payload's case {payload.case_id}")
-    return Invocation(
+    return Run(
         workflow, validate_case_id(case_id), payload, str(Path(payload_file).absolute())
-        if payload_file else "",
+        if payload_file else "", post=post, doors=doors,
     )  # fmt: skip
+
+
+def run(
+    inv: Run,
+    *,
+    shown: AbstractContextManager[Any] | None = None,
+    sync: bool = True,
+    write_outcome: bool = True,
+    commit: bool = True,
+) -> Outcome:
+    """Run the workflow's entry under :func:`running`; its summary goes into the work
+    session's outcome report. ``shown``: the edge's live progress display, around the entry
+    only (the lock and the session speak for themselves)."""
+    with running(inv, sync=sync, write_outcome=write_outcome, commit=commit):
+        with shown or nullcontext():
+            outcome = table.entry(inv.workflow)(inv)
+        if outcome.summary:
+            finish(outcome.summary, failed=outcome.failed)
+    return outcome
 
 
 @contextmanager
 def running(
-    inv: Invocation, *, sync: bool = True, write_outcome: bool = True, commit: bool = True
-) -> Iterator[Invocation]:
+    inv: Run, *, sync: bool = True, write_outcome: bool = True, commit: bool = True
+) -> Iterator[Run]:
     """The per-(workflow, case) lock (exit 3), and the pause gate once more at start: a payload
     dispatched by someone else's activity just before a pause must not run during it. Then the
     work session (``harness_cli.sessions``): the preflight gate before anything is cloned
@@ -104,7 +120,9 @@ def running(
     try:
         with (
             workflow_lock(inv.workflow, inv.case_id),
-            workflow_session(inv.workflow, inv.case_id, inv.payload, write_outcome=write_outcome),
+            workflow_session(
+                inv.workflow, inv.case_id, inv.payload, doors=inv.doors, write_outcome=write_outcome
+            ),  # fmt: skip
             _journaled(inv, commit=commit),
             metered(inv, sync=sync),
         ):
@@ -131,7 +149,7 @@ def _start_waiting() -> None:
 
 
 @contextmanager
-def metered(inv: Invocation, *, sync: bool = True) -> Iterator[None]:
+def metered(inv: Run, *, sync: bool = True) -> Iterator[None]:
     """The cost scope of one workflow run: every model call inside is recorded under this
     case, project, workflow and run; at the end the run's spend is added to case.json; a
     budget that ended the run gets its one DM here (the investigation ends with its own
@@ -156,7 +174,7 @@ def _project(case_id: str) -> str | None:
         return None
 
 
-def _add_to_case(inv: Invocation, spent: Tally, *, sync: bool = True) -> None:
+def _add_to_case(inv: Run, spent: Tally, *, sync: bool = True) -> None:
     """case.json's running total (and per workflow): what ``case show`` and the case budget
     read. Nothing spent, nothing written."""
     if not spent.calls:
@@ -188,13 +206,13 @@ def add_spend(cost: dict[str, Any], workflow: str, spent: Tally) -> dict[str, An
     return {**total, "by_workflow": per}
 
 
-def _tell_budget(inv: Invocation, exc: BudgetExceeded) -> None:
+def _tell_budget(inv: Run, exc: BudgetExceeded) -> None:
     if dryrun.ACTIVE is not None:
         return
     try:
         cfg = load_config()
         notify.budget_reached(
-            wiring.outbound(cfg), cfg, case_id=inv.case_id,
+            inv.doors.out, cfg, case_id=inv.case_id,
             text=f"{inv.workflow} on {inv.case_id} stopped: {exc.message}. {exc.hint}.",
         )  # fmt: skip
     except HarnessError as err:  # the exit code and the log still say it
@@ -202,7 +220,7 @@ def _tell_budget(inv: Invocation, exc: BudgetExceeded) -> None:
 
 
 @contextmanager
-def _journaled(inv: Invocation, *, commit: bool) -> Iterator[None]:
+def _journaled(inv: Run, *, commit: bool) -> Iterator[None]:
     """Record the run (or resume the one a kill left), repair what a dead run left on the case,
     and commit what this run wrote — whatever way it ends. ``commit=False``: a dry run."""
 
@@ -212,7 +230,7 @@ def _journaled(inv: Invocation, *, commit: bool) -> Iterator[None]:
     with journal.running(
         inv.workflow, inv.case_id, payload=inv.payload, payload_file=inv.payload_file, args=args
     ):
-        repair.before_run(cfg, inv.case_id, workflow=inv.workflow, commit=commit)
+        repair.before_run(cfg, inv.case_id, inv.doors, workflow=inv.workflow, commit=commit)
         try:
             yield
         finally:

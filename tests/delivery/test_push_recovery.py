@@ -74,6 +74,7 @@ def recover(
         wt,
         runtime=build_runtime(runtime),
         outbound=wiring.outbound(cfg),
+        forge=wiring.gitlab(),
         cfg=cfg,
         case_id=CASE,
         task_text=task,

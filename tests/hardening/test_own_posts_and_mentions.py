@@ -123,8 +123,8 @@ def test_the_listener_never_takes_an_own_post_for_the_operators(
     import threading
     import time
 
-    from harness_cli.intake.build import intake_context
     from harness_cli.intake.listener import listen
+    from harness_cli.wiring import intake_context
 
     monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1-A0HARNESS-0000-test")
     stop = threading.Event()

@@ -120,8 +120,8 @@ def test_poller_and_listener_racing_dispatch_each_message_once(
     tmp_path: Path,  # type: ignore[no-untyped-def]
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from harness_cli.intake.build import intake_context
     from harness_cli.intake.listener import listen
+    from harness_cli.wiring import intake_context
 
     monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1-A0HARNESS-0000-test")
     no_intake_rate(harness_ready)

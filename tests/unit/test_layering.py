@@ -63,16 +63,6 @@ RANK = {name: rank for rank, name in enumerate(FLOORS)}
 ROOM = {room: floor for floor, rooms in FLOORS.items() for room in rooms}
 
 KNOWN_DEBT: dict[tuple[str, str], str] = {
-    # Code that was not handed a door still builds one (#29 point 1): each speaks through the
-    # edge's builder instead of being handed the outbox door by its command.
-    ("delivery.push.recovery", "wiring"): "builds its own Slack door",
-    ("delivery.reopen", "wiring"): "builds its own Slack door",
-    ("delivery.run", "wiring"): "builds its own Slack door",
-    ("intake.build", "wiring"): "the Intake context's builder belongs at the edge",
-    ("investigation.run", "wiring"): "builds its own Slack door",
-    ("sessions.waiting", "wiring"): "the waiting_for_approval DM builds its own door",
-    ("workflows.repair", "wiring"): "builds its own Slack/GitLab doors",
-    ("workflows.runner", "wiring"): "the budget DM builds its own door",
     # Behaviour below its users (to move to the floor that owns it).
     ("agents.mcp_client", "ops.mcp_probe"): "the MCP probe is shared with doctor",
     ("loop.runs", "ops.status_message"): "the status-message reason text",

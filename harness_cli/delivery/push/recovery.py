@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from harness_cli import clock, components, wiring
+from harness_cli import clock, components
 from harness_cli.agents.runtime import Runtime
 from harness_cli.config import Config
 from harness_cli.delivery import secret_scan
@@ -40,6 +40,7 @@ from harness_cli.errors import HarnessError, PolicyRefused
 from harness_cli.logs import event
 from harness_cli.outbox import notify
 from harness_cli.outbox.outbound import Outbound
+from harness_cli.services.gitlab import GitLab
 from harness_cli.state.store import atomic_write_text
 
 __all__ = [
@@ -92,6 +93,7 @@ def push_with_recovery(
     *,
     runtime: Runtime,
     outbound: Outbound,
+    forge: GitLab,
     cfg: Config,
     case_id: str,
     task_text: str,
@@ -112,7 +114,7 @@ def push_with_recovery(
     trail = case_dir / "delivery" / f"push-{clock.stamp(started)}.json"
     findings = secret_scan.scan_branch(wt.path, wt.branch, wt.base_branch, base_sha=wt.base_sha)
     if findings:  # #21 p2: nothing of it leaves, no layer tries again; the operator is told
-        return _refuse_secrets(outbound, cfg, wt, case_id, findings, started, trail)
+        return _refuse_secrets(outbound, forge, cfg, wt, case_id, findings, started, trail)
     rebase = pre_push_rebase(wt, target=target)
     remote_before = remote_tip(wt)
     outcome = PushOutcome(
@@ -176,6 +178,7 @@ def _escalate(
 
 def _refuse_secrets(
     outbound: Outbound,
+    forge: GitLab,
     cfg: Config,
     wt: Worktree,
     case_id: str,
@@ -190,16 +193,16 @@ def _refuse_secrets(
         trail_path=str(trail),
     )  # fmt: skip
     text = secret_scan.refusal_text(case_id, wt.branch, findings)
-    drafted = _back_to_draft(wt)
+    drafted = _back_to_draft(forge, wt)
     if drafted:
         text += f"\n{', '.join(drafted)} is a Draft again until a clean push."
     outcome.escalation_ts = notify.dm(outbound, cfg, "push_refused_secret", text, case_id=case_id)
     return _finish(outcome, ok=False, sha=None)
 
 
-def _back_to_draft(wt: Worktree) -> list[str]:
+def _back_to_draft(forge: GitLab, wt: Worktree) -> list[str]:
     try:
-        return back_to_draft(wiring.gitlab(), wt.project, wt.branch)
+        return back_to_draft(forge, wt.project, wt.branch)
     except HarnessError as exc:  # the refusal and its DM stand; the MR is checked next cycle
         event(log, "mr_back_to_draft_failed", logging.WARNING, branch=wt.branch, error=str(exc))
         return []
