@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from harness_cli import dryrun, paths
 from harness_cli.agents.claude_code import ClaudeCodeRuntime
-from harness_cli.agents.mcp_contracts import McpSettings
+from harness_cli.agents.mcp_settings import McpSettings
 from harness_cli.agents.runtime import Runtime
-from harness_cli.agents.sandbox import SandboxSettings
+from harness_cli.agents.sandbox_settings import SandboxSettings
 from harness_cli.bounds import InputBounds
 from harness_cli.cost.metered import MeteredRuntime
 from harness_cli.errors import ConfigError

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from harness_cli.agents import lifetime
-from harness_cli.agents.mcp_contracts import McpSettings, ToolPolicy, effect_of, offered_to
+from harness_cli.agents.mcp_contracts import ToolPolicy, effect_of, offered_to
+from harness_cli.agents.mcp_settings import McpSettings
 from harness_cli.agents.tools import ToolContract, ToolFailure
 from harness_cli.config import McpConfig, load_json_model
 from harness_cli.logs import event
