@@ -74,7 +74,6 @@ KNOWN_DEBT: dict[tuple[str, str], str] = {
     ("workflows.repair", "wiring"): "builds its own Slack/GitLab doors",
     ("workflows.runner", "wiring"): "the budget DM builds its own door",
     # Behaviour below its users (to move to the floor that owns it).
-    ("agents.mcp_client", "ops.mcp_probe"): "the MCP probe is shared with doctor",
     ("loop.runs", "ops.status_message"): "the status-message reason text",
     ("cost.metered", "agents.runtime"): "the runtime's usage record",
     # The eval corpus schema and drivers still under investigation/ and improvement/ (#29 6).
