@@ -74,7 +74,6 @@ KNOWN_DEBT: dict[tuple[str, str], str] = {
     ("workflows.repair", "wiring"): "builds its own Slack/GitLab doors",
     ("workflows.runner", "wiring"): "the budget DM builds its own door",
     # Behaviour below its users (to move to the floor that owns it).
-    ("cost.metered", "agents.runtime"): "the runtime's usage record",
     # The eval corpus schema and drivers still under investigation/ and improvement/ (#29 6).
     ("improvement.patch_suggester", "eval.before_after"): "eval corpus not yet in eval/",
     ("improvement.patch_suggester", "eval.gate"): "eval corpus not yet in eval/",
