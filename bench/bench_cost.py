@@ -46,9 +46,9 @@ class Instant:
 
 
 def per_call(root: Path) -> tuple[float, float]:
+    from harness_cli.agents.metered import MeteredRuntime
     from harness_cli.agents.runtime import RunRequest
     from harness_cli.cost import meter
-    from harness_cli.cost.metered import MeteredRuntime
     from harness_cli.cost.prices import Budgets, CostSettings
     from harness_cli.workspace.case import Case
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from bench._inprocess import environment, harness  # noqa: E402
 from harness_cli.agents import cgroups, sandbox, tools  # noqa: E402
-from harness_cli.agents.limits import LimitSettings  # noqa: E402
+from harness_cli.agents.sandbox_settings import LimitSettings  # noqa: E402
 from harness_cli.sandbox.runner import Sandbox  # noqa: E402
 
 COMMANDS = 100

@@ -23,6 +23,7 @@ from unittest import mock
 from harness_cli.agents import sandbox, tools
 from harness_cli.agents.claude_code import ClaudeCodeRuntime
 from harness_cli.agents.runtime import RunRequest
+from harness_cli.agents.sandbox_settings import SandboxSettings
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.services.claude_cli import find_claude
 
@@ -75,7 +76,7 @@ def per_claude_run(root: Path) -> tuple[float, float] | None:
         role="dev-agent", prompt="[harness-role: bench] go", workdir=work, allowed_root=work
     )
     timings: dict[str, list[float]] = {"boxed": [], "plain": []}
-    unboxed = sandbox.SandboxSettings(required=False)
+    unboxed = SandboxSettings(required=False)
     try:
         for _ in range(RUNS):
             started = time.perf_counter()

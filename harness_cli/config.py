@@ -25,8 +25,8 @@ from pydantic import (
 )
 
 from harness_cli import paths
-from harness_cli.agents.mcp_contracts import McpSettings
-from harness_cli.agents.sandbox import SandboxSettings
+from harness_cli.agents.mcp_settings import McpSettings
+from harness_cli.agents.sandbox_settings import SandboxSettings
 from harness_cli.bounds import InputBounds
 from harness_cli.cost.prices import CostSettings
 from harness_cli.delivery.monitor.thresholds import MonitorThresholds

@@ -6,6 +6,7 @@
 
 Both pass through ``guard``: files changed outside the allowed root are put back after the
 run, and the case's ``message.json`` is restored if touched. ``factory.build_runtime`` picks
-one by name (``HARNESS_RUNTIME`` / harness.yaml ``runtime``). Nothing here imports
+one by name (``HARNESS_RUNTIME`` / harness.yaml ``runtime``); ``factory.configured_runtime``
+wraps it in ``metered`` (budget checked, usage priced and recorded). Nothing here imports
 ``anthropic`` at module level: it costs seconds and cron-launched commands must not pay it.
 """

@@ -37,7 +37,7 @@ from harness_cli.agents import (
     tools,
 )
 from harness_cli.agents.mcp_client import McpHub
-from harness_cli.agents.mcp_contracts import McpSettings
+from harness_cli.agents.mcp_settings import McpSettings
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -47,6 +47,7 @@ from harness_cli.agents.runtime import (
     Usage,
     cost_usd,
 )
+from harness_cli.agents.sandbox_settings import SandboxSettings
 from harness_cli.bounds import InputBounds, bound
 from harness_cli.errors import ConfigError
 from harness_cli.logs import event, redact
@@ -104,7 +105,7 @@ class AnthropicRuntime:
         tool_table: Mapping[str, tools.ToolContract] | None = None,
         sessions_dir: Path | None = None,
         prompt_cache: bool | None = None,
-        sandbox_settings: sandbox.SandboxSettings | None = None,
+        sandbox_settings: SandboxSettings | None = None,
         worktrees: Path | None = None,
         tool_result_chars: int | None = None,
         mcp_settings: McpSettings | None = None,
@@ -124,7 +125,7 @@ class AnthropicRuntime:
         if prompt_cache is None:
             prompt_cache = os.environ.get(PROMPT_CACHE_ENV, "1") != "0"
         self.prompt_cache = prompt_cache
-        self.sandbox = sandbox_settings or sandbox.SandboxSettings()
+        self.sandbox = sandbox_settings or SandboxSettings()
         self.worktrees = worktrees or policy.default_worktrees()
         """Where the cases' worktrees live: outside every run's box."""
         self.tool_result_chars = tool_result_chars or InputBounds().tool_result_chars

@@ -33,8 +33,7 @@ from harness_cli.agents import (
     prompt_layout,
     sandbox,
 )
-from harness_cli.agents.limits import LimitSettings
-from harness_cli.agents.mcp_contracts import McpSettings
+from harness_cli.agents.mcp_settings import McpSettings
 from harness_cli.agents.runtime import (
     OUTPUT_KEEP,
     RunRequest,
@@ -43,6 +42,7 @@ from harness_cli.agents.runtime import (
     Usage,
     cost_usd,
 )
+from harness_cli.agents.sandbox_settings import LimitSettings, SandboxSettings
 from harness_cli.errors import ConfigError
 from harness_cli.logs import event, redact
 from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
@@ -84,7 +84,7 @@ class ClaudeCodeRuntime:
         model: str | None = None,
         binary: Path | None = None,
         env: Mapping[str, str] | None = None,
-        sandbox_settings: sandbox.SandboxSettings | None = None,
+        sandbox_settings: SandboxSettings | None = None,
         worktrees: Path | None = None,
         mcp_settings: McpSettings | None = None,
         mcp_result_bytes: int = 1_000_000,
@@ -95,7 +95,7 @@ class ClaudeCodeRuntime:
         self.model = model
         self.binary = binary
         self.env = dict(env or {})
-        self.sandbox = sandbox_settings or sandbox.SandboxSettings()
+        self.sandbox = sandbox_settings or SandboxSettings()
         self.worktrees = worktrees or policy.default_worktrees()
         self.mcp = mcp_settings or McpSettings()
         self.mcp_result_bytes = mcp_result_bytes

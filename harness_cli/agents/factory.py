@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 from harness_cli import dryrun, paths
 from harness_cli.agents.claude_code import ClaudeCodeRuntime
-from harness_cli.agents.mcp_contracts import McpSettings
+from harness_cli.agents.mcp_settings import McpSettings
+from harness_cli.agents.metered import MeteredRuntime
 from harness_cli.agents.runtime import Runtime
-from harness_cli.agents.sandbox import SandboxSettings
+from harness_cli.agents.sandbox_settings import SandboxSettings
 from harness_cli.bounds import InputBounds
-from harness_cli.cost.metered import MeteredRuntime
 from harness_cli.errors import ConfigError
 from harness_cli.services.claude_cli import find_claude
 
@@ -118,7 +118,7 @@ def require_credentials(cfg: Config) -> None:
 
 def configured_runtime(cfg: Config) -> Runtime:
     """The runtime harness.yaml asks for (``HARNESS_RUNTIME`` still wins), with its model, its
-    sandbox and its input bounds, metered (cost.metered): the one way a workflow builds its
+    sandbox and its input bounds, metered (``agents/metered.py``): the one way a workflow builds its
     runtime."""
 
     inner = build_runtime(

@@ -3,7 +3,7 @@ runs — its commands, the checks that run its code, and on claude-code the CLI'
 
 Before, the box bounded what an agent could *see* and nothing of what it could *take*: a red
 team started 405 processes and allocated 1.5 GB in it. Two mechanisms, each for what it does
-well (harness.yaml ``sandbox.limits``):
+well (harness.yaml ``sandbox.limits``, whose numbers are ``sandbox_settings.LimitSettings``):
 
 - **a cgroup per command** (per claude CLI run), for the totals of the whole process tree:
   ``pids.max`` and the memory limit, through the cgroup filesystem or ``systemd-run --user
@@ -25,35 +25,11 @@ import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from harness_cli.agents import cgroups
 from harness_cli.agents.cgroups import MB
-
-
-class LimitSettings(BaseModel):
-    """harness.yaml ``sandbox.limits:`` — the bounds of every agent command, every acceptance
-    check and (claude-code) the CLI's whole process tree. ``null`` turns one off."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    pids: int | None = Field(256, ge=16)
-    """Processes and threads at once in one command's tree (a cgroup's pids.max; inside the
-    harness's own box also RLIMIT_NPROC). A test suite with a few workers needs a few dozen."""
-    memory_mb: int | None = Field(1024, ge=64)
-    """Memory of one command's whole tree (the cgroup's limit, swap included) and of each
-    process in it (RLIMIT_DATA). On claude-code the CLI's own share (:data:`CLI_SHARE_MB`)
-    comes on top for its tree."""
-    cpu_seconds: int | None = Field(600, ge=1)
-    """CPU time of each process (RLIMIT_CPU); the wall clock is the tool's or check's timeout."""
-    file_size_mb: int | None = Field(1024, ge=1)
-    """The largest file a process may write (RLIMIT_FSIZE)."""
-    cgroup: Literal["auto", "cgroupfs", "systemd", "off"] = "auto"
-    """How the tree-wide bounds are applied: ``auto`` tries the cgroup filesystem, then
-    ``systemd-run --user --scope``; ``off`` leaves the rlimits alone."""
-
+from harness_cli.agents.sandbox_settings import LimitSettings
 
 CLI_SHARE_MB = 512
 """What the claude CLI itself (node, its sandbox's proxy) uses besides the agent's commands,

@@ -38,11 +38,18 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from harness_cli.agents import lifetime
-from harness_cli.agents.mcp_contracts import McpSettings, ToolPolicy, effect_of, offered_to
+from harness_cli.agents.mcp_contracts import ToolPolicy, effect_of, offered_to
+from harness_cli.agents.mcp_servers import (
+    ServerEntryError,
+    describe,
+    expand,
+    http_headers,
+    transport,
+)
+from harness_cli.agents.mcp_settings import McpSettings
 from harness_cli.agents.tools import ToolContract, ToolFailure
 from harness_cli.config import McpConfig, load_json_model
 from harness_cli.logs import event
-from harness_cli.ops.mcp_probe import ProbeConfigError, describe, expand, http_headers, transport
 
 if TYPE_CHECKING:
     from harness_cli.config import McpServer
@@ -238,7 +245,7 @@ async def _wait_all(events: list[Any]) -> None:
 def _why(exc: BaseException, timeout: float) -> str:
     if isinstance(exc, TimeoutError):
         return f"did not start within {timeout:g} s"
-    if isinstance(exc, ProbeConfigError):
+    if isinstance(exc, ServerEntryError):
         return str(exc)
     return describe(exc)
 

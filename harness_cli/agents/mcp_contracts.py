@@ -1,14 +1,8 @@
 """The contract of every MCP tool: its effect and who may be offered it (seed 003: effect,
 retry safety, timeout, permission), decided from the operator's config and nothing else.
 
-harness.yaml (CONTRACT §3; the names ``trusted`` and ``effects`` are fixed)::
-
-    mcp:
-      trusted: [obs]                  # servers whose own tool annotations are believed
-      effects:                        # the operator's word, over any annotation
-        obs/search_logs: read-only    # read-only | writes | external; "obs/*" for a server
-      write_roles: [dev-agent]        # roles that may be offered writes/external MCP tools
-      timeout_s: 60                   # one MCP call's wall clock
+harness.yaml ``mcp:`` (``mcp_settings.McpSettings``) names the trusted servers, the declared
+effects and the write roles.
 
 The MCP specification: "clients MUST consider tool annotations to be untrusted unless they
 come from trusted servers". So a server's ``readOnlyHint`` counts only for a server in
@@ -21,35 +15,15 @@ invocation"); reviewers get no MCP at all (their isolation).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from harness_cli.agents.mcp_settings import McpEffect, McpSettings
 from harness_cli.agents.policy import SLACK_WRITE_TOOLS, role
 
-McpEffect = Literal["read-only", "writes", "external"]
 PREFIX = "mcp__"
 
 NO_MCP_SCOPES = ("staged",)
 """A reviewer (its scope is its staged folder) sees what it is shown and nothing else."""
-
-
-class McpSettings(BaseModel):
-    """harness.yaml ``mcp:``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    trusted: list[str] = Field(default_factory=list)
-    """Servers whose own annotations (``readOnlyHint``…) are believed."""
-    effects: dict[str, McpEffect] = Field(default_factory=dict)
-    """``server/tool`` (or ``server/*``) → effect; wins over any annotation."""
-    write_roles: list[str] = Field(default_factory=list)
-    """Roles offered MCP tools whose effect is ``writes`` or ``external`` (default: none)."""
-    timeout_s: float = Field(60.0, gt=0)
-    """One MCP call's wall clock; a call past it is a tool error and the run goes on."""
-    start_timeout_s: float = Field(30.0, gt=0)
-    """A server's start (connect, initialize, list tools); one that misses it is left out of
-    the run's catalog and named in the log."""
 
 
 @dataclass(frozen=True)

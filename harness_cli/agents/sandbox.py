@@ -26,11 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from harness_cli import redaction
 from harness_cli.agents import policy
-from harness_cli.agents.limits import LimitSettings
+from harness_cli.agents.sandbox_settings import SandboxSettings
 from harness_cli.errors import HarnessError, PolicyRefused
 from harness_cli.logs import event
 from harness_cli.services import git_guard
@@ -47,21 +45,6 @@ ETC_ENTRIES = (
 """Only these of /etc: the rest (shadow, machine secrets, service configs) is not toolchain."""
 PROBE_TIMEOUT_S = 10.0
 INSTALL_HINT = "install it (apt-get install bubblewrap socat)"
-
-
-class SandboxSettings(BaseModel):
-    """harness.yaml ``sandbox:`` — the agent's commands run in bubblewrap."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    required: bool = True
-    """No working sandbox → no run with a shell (dev-agent, push heal, patch suggester).
-    ``false`` runs them UNSANDBOXED on such a machine, with a warning at every run."""
-    toolchain: list[str] = Field(default_factory=list)
-    """Extra folders the agent's commands may read (compilers, SDKs) besides /usr, /bin, /lib,
-    a few /etc files, the interpreters on PATH and the harness's Python."""
-    limits: LimitSettings = Field(default_factory=LimitSettings)
-    """Processes, memory, CPU time and file size of each command (``agents/limits.py``)."""
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ from typing import Any, Literal
 from harness_cli import bounded
 from harness_cli.agents import lifetime, limits, sandbox
 from harness_cli.agents.guard import SKIP_DIRS, is_pinned
-from harness_cli.agents.limits import LimitSettings
 from harness_cli.agents.policy import is_readable
+from harness_cli.agents.sandbox_settings import LimitSettings
 from harness_cli.bounded import CHUNK, Bounded
 from harness_cli.errors import PolicyRefused
 from harness_cli.state import nofollow

@@ -5,7 +5,9 @@
   ``$HARNESS_HOME/logs/cost/``, ``scope(...)`` to say whose call it is (case, workflow, run,
   iteration), ``totals(...)`` to sum them.
 - ``budgets``: per case, per workflow run, per day (tokens and $), checked before each call.
-- ``metered``: the runtime wrapper the factory puts around every runtime (the one choke point).
+
+The runtime wrapper that applies them to every model call (the one choke point) is
+``agents/metered.py``: it wraps a runtime, so it sits with the runtimes.
 
 The reference names the gap: "There's no cost meter. Token usage is tracked loosely and isn't
 surfaced on a dashboard" (002, "Where it's deliberately thin").

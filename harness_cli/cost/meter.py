@@ -7,7 +7,7 @@ day's file is opened only when the question covers that day.
 
 Whose call it is comes from ``scope(...)``: the workflow edge sets case, project, workflow
 and run (``commands/_workflow.running``); the investigation loop adds the iteration. The
-runtime wrapper (``metered``) calls ``record`` after every run — the one choke point.
+runtime wrapper (``agents/metered.py``) calls ``record`` after every run — the one choke point.
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness_cli import __version__, clock, components
 from harness_cli.agents import limits, sandbox
-from harness_cli.agents.limits import LimitSettings
-from harness_cli.agents.sandbox import SandboxSettings, View
+from harness_cli.agents.sandbox import View
+from harness_cli.agents.sandbox_settings import LimitSettings, SandboxSettings
 from harness_cli.bounded import Bounded, drain, drain_and_wait
 from harness_cli.delivery import clean_tree, test_weakening
 from harness_cli.delivery.check_guard import DEFAULT_CHECK_PATHS, checks_changed, guard_verdict

@@ -17,8 +17,8 @@ from harness_cli.logs import event
 from harness_cli.loop.guard_notes import render_guard_notes
 from harness_cli.loop.outage import backoffs
 from harness_cli.loop.prompts import render
+from harness_cli.loop.run_status import RunStatus, observe
 from harness_cli.loop.runs import unavailable
-from harness_cli.ops.status_message import RunStatus, observe
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
 from harness_cli.workspace import registry

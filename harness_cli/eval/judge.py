@@ -66,8 +66,8 @@ def judge(
     ``runtime``: anthropic or claude-code (default: HARNESS_RUNTIME, else the config's)."""
     require_key("the LLM judge (live mode)")
     from harness_cli.agents.factory import build_runtime, configured_runtime
+    from harness_cli.agents.metered import MeteredRuntime
     from harness_cli.agents.runtime import RunRequest
-    from harness_cli.cost.metered import MeteredRuntime
     from harness_cli.loop.runs import reviewer_disallowed
 
     cfg = cfg or _config()

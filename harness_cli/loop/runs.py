@@ -22,7 +22,7 @@ from harness_cli.logs import event
 from harness_cli.loop.evidence import ToolUse
 from harness_cli.loop.outage import backoffs
 from harness_cli.loop.prompts import sops_dir
-from harness_cli.ops.status_message import RunStatus, observe
+from harness_cli.loop.run_status import RunStatus, observe
 from harness_cli.workspace import control
 
 log = logging.getLogger("harness.investigation")

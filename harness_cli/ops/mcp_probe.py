@@ -4,15 +4,12 @@ tools and call the server's no-op tool — the same handshake a claude session m
 The SDK hides why an HTTP server refused (API-FACTS §4: a 401 surfaces as an exception group,
 or in 2.x as a bare JSON-RPC error), so every HTTP response passes an httpx event hook that
 records its status and ``WWW-Authenticate``: "token expired" is read off the wire, never
-guessed from an empty tool result.
+guessed from an empty tool result. How a server is reached (its transport, ``${VAR}``s,
+headers) is ``agents/mcp_servers.py``'s, shared with the runtime's own MCP client.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
@@ -21,6 +18,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from harness_cli.agents.mcp_servers import (
+    ServerEntryError,
+    describe,
+    expand,
+    http_headers,
+    transport,
+)
 from harness_cli.config import McpServer
 
 if TYPE_CHECKING:
@@ -29,16 +33,9 @@ if TYPE_CHECKING:
 
 PROBE_TIMEOUT_S = 30.0
 """One server's whole check (connect → call) must finish within this; a hung server fails."""
-HELPER_TIMEOUT_S = 10.0
-"""``headersHelper`` gets this long to print its headers."""
 AUTH_STATUSES = (401, 403)
 
 _READ = timedelta(seconds=PROBE_TIMEOUT_S)
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-class ProbeConfigError(Exception):
-    """The server's entry cannot be used as written (a variable unset, a helper failing)."""
 
 
 @dataclass
@@ -74,53 +71,6 @@ class Probe:
         return f"failed at {self.stage}: {status}{self.detail}{stderr}"
 
 
-def expand(text: str, env: dict[str, str] | None = None) -> str:
-    """``${VAR}`` and ``${VAR:-default}``, as the claude CLI expands them in mcp.json."""
-    source = os.environ if env is None else env
-
-    def one(match: re.Match[str]) -> str:
-        name, default = match.group(1), match.group(2)
-        value = source.get(name)
-        if value:
-            return value
-        if default is not None:
-            return default
-        raise ProbeConfigError(f"${{{name}}} is not set")
-
-    return _VAR.sub(one, text)
-
-
-def transport(server: McpServer) -> str:
-    if server.type in ("http", "sse"):
-        return server.type
-    return "stdio" if server.command else "http"
-
-
-def http_headers(server: McpServer) -> dict[str, str]:
-    """Static headers (expanded), then the ``headersHelper``'s, which win."""
-    headers = {k: expand(v) for k, v in server.headers.items()}
-    if server.headersHelper:
-        proc = subprocess.run(
-            ["/bin/sh", "-c", server.headersHelper],
-            capture_output=True,
-            text=True,
-            timeout=HELPER_TIMEOUT_S,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise ProbeConfigError(
-                f"headersHelper exited {proc.returncode}: {proc.stderr.strip()[-200:]}"
-            )
-        try:
-            extra = json.loads(proc.stdout)
-        except json.JSONDecodeError:
-            raise ProbeConfigError("headersHelper did not print a JSON object") from None
-        if not isinstance(extra, dict):
-            raise ProbeConfigError("headersHelper did not print a JSON object")
-        headers.update({str(k): str(v) for k, v in extra.items()})
-    return headers
-
-
 def probe(name: str, server: McpServer, *, timeout: float = PROBE_TIMEOUT_S) -> Probe:
     """Check one server (blocking)."""
     return probe_all({name: server}, timeout=timeout)[name]
@@ -153,7 +103,7 @@ async def _run_one(name: str, server: McpServer, timeout: float, out: dict[str, 
             await _check(server, result)
     except TimeoutError:
         result.detail = f"no answer within {timeout:g} s"
-    except ProbeConfigError as exc:
+    except ServerEntryError as exc:
         result.detail = str(exc)
     except Exception as exc:  # noqa: BLE001 - whatever broke the handshake is the finding
         result.detail = describe(exc)
@@ -259,21 +209,3 @@ def _status_hook(result: Probe) -> Callable[[httpx.Response], Any]:
             result.www_authenticate = response.headers.get("www-authenticate", "")
 
     return hook
-
-
-def describe(exc: BaseException) -> str:
-    """The innermost, most telling error of an exception (group) in one line."""
-    leaves = list(_leaves(exc))
-    leaf = next((e for e in leaves if type(e).__name__ == "HTTPStatusError"), leaves[0])
-    if type(leaf).__name__ == "HTTPStatusError":
-        response = getattr(leaf, "response", None)
-        status = getattr(response, "status_code", "?")
-        return f"the server answered HTTP {status}"
-    text = str(leaf).strip() or type(leaf).__name__
-    return f"{type(leaf).__name__}: {text}"[:300]
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]

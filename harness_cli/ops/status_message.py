@@ -5,9 +5,10 @@ through statuses (Reading TASK.md, then Searching codebase, then Drafting patch)
 resolves to Done or Failed: <reason>. This streaming reporter edits one message in place, so
 threads don't fill up with noise."
 
-The runtime's live events drive it (``RunRequest.on_event``). A run makes hundreds of tool
-calls; Slack answers 429 to more than about one write per second per channel. So an edit goes
-out only when the status changed AND at least MIN_EDIT_INTERVAL_S passed since the last one;
+The runtime's live events drive it (``RunRequest.on_event``, through ``loop/run_status.py``,
+which says which event moves it to which status). A run makes hundreds of tool calls; Slack
+answers 429 to more than about one write per second per channel. So an edit goes out only
+when the status changed AND at least MIN_EDIT_INTERVAL_S passed since the last one;
 statuses in between are skipped (the next edit shows the newest). The final Done/Failed edit
 always goes out. A status message never fails a run: Slack errors are logged and the
 reporter goes quiet.
@@ -19,16 +20,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from pathlib import PurePath
-from typing import Protocol
 
-from harness_cli import progress
 from harness_cli.agents.runtime import RunEvent
 from harness_cli.config import Config
 from harness_cli.cost.meter import current, spend_line
 from harness_cli.errors import HarnessError
 from harness_cli.logs import event
 from harness_cli.loop import outage
+from harness_cli.loop.run_status import status_for
 from harness_cli.outbox.notify import case_thread
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.outbox.slack_door import Owed
@@ -40,46 +39,6 @@ MIN_EDIT_INTERVAL_S = 5.0
 """At most one chat.update per this many seconds, and only on a status change."""
 FINAL_RETRY_CAP_S = 10.0
 """The closing edit waits out one 429 of at most this long, then gives up (logged)."""
-
-READ_TOOLS = frozenset({"Read", "NotebookRead"})
-SEARCH_TOOLS = frozenset({"Grep", "Glob", "LS", "WebFetch", "WebSearch", "Task"})
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
-
-
-def status_for(ev: RunEvent) -> str | None:
-    """The status an event moves the message to; None leaves it where it is."""
-    if ev.kind == "init":
-        return "Starting"
-    if ev.kind == "retry":
-        return "Waiting for the model API"
-    if ev.kind != "tool_use":
-        return None
-    name = str(ev.data.get("name", ""))
-    args = ev.data.get("input") or {}
-    path = PurePath(str(args.get("file_path") or args.get("path") or "")) if args else None
-    if name in READ_TOOLS and path is not None and path.name == "TASK.md":
-        return "Reading TASK.md"
-    if name in READ_TOOLS or name in SEARCH_TOOLS or name.startswith("mcp__"):
-        return "Searching codebase"
-    if name in EDIT_TOOLS:
-        if path is not None and path.suffix == ".md":
-            return f"Writing {path.name}"
-        return "Drafting patch"
-    if name == "Bash":
-        return "Running commands"
-    return None
-
-
-class RunStatus(Protocol):
-    """What a model call site needs from a status reporter."""
-
-    def start(self, phase: str = "") -> None: ...
-
-    def event(self, ev: RunEvent) -> None: ...
-
-    def done(self, summary: str = "", *, limit: int = 200) -> None: ...
-
-    def failed(self, reason: str, *, limit: int = 300) -> None: ...
 
 
 class StatusReporter:
@@ -239,27 +198,6 @@ def _cost_line() -> str:
 
     case = current().get("case")
     return spend_line(str(case) if case else None)
-
-
-def observe(status: RunStatus | None, *, case_id: str, role: str) -> Callable[[RunEvent], None]:
-    """The ``on_event`` of a run: every retry becomes an agent.log event ("every spawn, chain
-    dispatch and retry attempt becomes a structured event"), and the status message follows."""
-
-    def on_event(ev: RunEvent) -> None:
-        if ev.kind == "retry":
-            fields = {
-                k: v
-                for k, v in ev.data.items()
-                if isinstance(v, str | int | float) and k not in ("case_id", "role")
-            }
-            event(log, "model_retry", logging.WARNING, case_id=case_id, role=role, **fields)
-        if status is not None:
-            status.event(ev)
-
-        used = sum(v for v in ev.data.values() if isinstance(v, int)) if ev.kind == "usage" else 0
-        progress.publish("run", case_id=case_id, role=role, step=status_for(ev), tokens=used)
-
-    return on_event
 
 
 def for_case(cfg: Config, out: Outbound, case_id: str, title: str) -> StatusReporter | None:

@@ -321,7 +321,7 @@ def test_without_a_sandbox_the_checks_are_refused_unless_the_operator_opted_out(
     repo: Path, case_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from harness_cli.agents import sandbox
-    from harness_cli.agents.sandbox import SandboxSettings
+    from harness_cli.agents.sandbox_settings import SandboxSettings
     from harness_cli.errors import PolicyRefused
 
     monkeypatch.setattr(sandbox, "problem", lambda runtime: "bubblewrap (bwrap) is not installed")

@@ -18,7 +18,7 @@ import pytest
 
 from harness_cli.agents.anthropic_loop import AnthropicRuntime
 from harness_cli.agents.factory import build_runtime
-from harness_cli.agents.mcp_contracts import McpSettings
+from harness_cli.agents.mcp_settings import McpSettings
 from harness_cli.agents.runtime import RunRequest
 from harness_cli.bounds import InputBounds
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator

@@ -23,9 +23,10 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
+from harness_cli.agents.mcp_servers import describe
 from harness_cli.commands.sandbox import CONTROL_API
 from harness_cli.config import McpConfig
-from harness_cli.ops.mcp_probe import describe, probe, probe_all
+from harness_cli.ops.mcp_probe import probe, probe_all
 from harness_cli.sandbox.jira_api import SANDBOX_TOKEN, SANDBOX_USER, JiraEmulator
 from harness_cli.sandbox.world import database
 from harness_cli.sandbox.world.knowledge import jira_seed

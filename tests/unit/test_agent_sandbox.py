@@ -13,6 +13,7 @@ import pytest
 from harness_cli.agents import policy, sandbox
 from harness_cli.agents.anthropic_loop import AnthropicRuntime
 from harness_cli.agents.runtime import RunRequest
+from harness_cli.agents.sandbox_settings import SandboxSettings
 from harness_cli.errors import PolicyRefused
 
 
@@ -52,7 +53,7 @@ def test_the_operator_may_opt_out_and_is_told_at_every_run(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     runtime = AnthropicRuntime(
-        client_factory=no_model, sandbox_settings=sandbox.SandboxSettings(required=False)
+        client_factory=no_model, sandbox_settings=SandboxSettings(required=False)
     )
     with caplog.at_level(logging.WARNING), pytest.raises(NoModel):
         runtime.run(request(tmp_path, "push-healer"))

@@ -64,11 +64,6 @@ ROOM = {room: floor for floor, rooms in FLOORS.items() for room in rooms}
 
 KNOWN_DEBT: dict[tuple[str, str], str] = {
     # Behaviour below its users (to move to the floor that owns it).
-    ("agents.mcp_client", "ops.mcp_probe"): "the MCP probe is shared with doctor",
-    ("loop.runs", "ops.status_message"): "the status-message reason text",
-    ("cost.metered", "agents.runtime"): "the runtime's usage record",
-    ("config", "agents.sandbox"): "SandboxSettings not yet in a leaf settings module",
-    ("config", "agents.mcp_contracts"): "McpSettings not yet in a leaf settings module",
     # The eval corpus schema and drivers still under investigation/ and improvement/ (#29 6).
     ("improvement.patch_suggester", "eval.before_after"): "eval corpus not yet in eval/",
     ("improvement.patch_suggester", "eval.gate"): "eval corpus not yet in eval/",

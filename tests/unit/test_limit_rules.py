@@ -18,7 +18,7 @@ import pytest
 
 from harness_cli import bounded
 from harness_cli.agents import sandbox, tools
-from harness_cli.agents.limits import LimitSettings
+from harness_cli.agents.sandbox_settings import LimitSettings
 
 needs_box = pytest.mark.skipif(
     sandbox.problem("anthropic") is not None, reason="bubblewrap does not run here"
@@ -155,7 +155,7 @@ def test_for_a_user_the_process_limit_counts_the_box_alone() -> None:
         "import json, sys, tempfile, time\n"
         "from pathlib import Path\n"
         "from harness_cli.agents import sandbox, tools\n"
-        "from harness_cli.agents.limits import LimitSettings\n"
+        "from harness_cli.agents.sandbox_settings import LimitSettings\n"
         "root = Path(tempfile.mkdtemp()); (root / 'h').mkdir(); (root / 'w').mkdir()\n"
         "box = sandbox.view_for(root / 'w', [root / 'w'], [], root / 'h')\n"
         "ctx = tools.ToolContext(root / 'w', root / 'w', time.monotonic() + 60, (root,), box,\n"

@@ -19,6 +19,7 @@ from harness_cli import paths
 from harness_cli.agents import limits, sandbox
 from harness_cli.agents.factory import runtime_name
 from harness_cli.agents.mcp_contracts import effect_of
+from harness_cli.agents.sandbox_settings import LimitSettings
 from harness_cli.config import load_config
 from harness_cli.delivery.identity import commit_identity
 from harness_cli.delivery.thresholds import DeliveryThresholds
@@ -341,7 +342,7 @@ def agent_limits() -> list[Check]:
         cfg = load_config()
         runtime, settings = runtime_name(cfg.harness.runtime), cfg.harness.sandbox.limits
     except HarnessError:
-        runtime, settings = runtime_name(), limits.LimitSettings()
+        runtime, settings = runtime_name(), LimitSettings()
     return [Check(f.name, f.status, f.detail, f.fix) for f in limits.diagnose(settings, runtime)]
 
 

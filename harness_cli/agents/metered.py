@@ -1,7 +1,9 @@
 """The runtime wrapper the factory puts around every runtime: the budget checked before each
 run, the run's usage priced and recorded once after it. Every model call of every workflow
 passes here (``agents.factory.configured_runtime`` is the one way a workflow builds a
-runtime), so nothing is counted twice and nothing is missed."""
+runtime), so nothing is counted twice and nothing is missed. It is a runtime (the
+``Runtime`` Protocol around another one), so it sits with the runtimes; what it applies — the
+prices, the meter, the budgets — is ``cost/``'s."""
 
 from __future__ import annotations
 
