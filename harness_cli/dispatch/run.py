@@ -34,11 +34,6 @@ class Run:
     def trigger_kind(self) -> str | None:
         return self.payload.trigger.kind if self.payload is not None else None
 
-    def on(self, case_id: str) -> Run:
-        """The same workflow on another case, through the same doors (a ``--due`` sweep)."""
-        return Run(self.workflow, case_id, post=self.post, options=dict(self.options),
-                   doors=self.doors)  # fmt: skip
-
 
 @dataclass
 class Outcome(Result):

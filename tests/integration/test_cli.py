@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
 
 from harness_cli.cli import COMMANDS
+from harness_cli.dispatch.run import Outcome, Run
 from harness_cli.state.locks import workflow_lock
 from harness_cli.workflows.table import WORKFLOWS, entry
 from tests.conftest import harness_subprocess
@@ -115,10 +117,12 @@ def test_workflow_is_never_started_twice_concurrently(cli) -> None:  # type: ign
     assert "locked by another run" in err
 
 
-def test_every_workflow_is_a_command_and_its_entry_resolves() -> None:
+def test_every_workflow_is_a_command_and_its_entry_takes_a_run_and_returns_an_outcome() -> None:
     for name in WORKFLOWS:
         assert name in COMMANDS, name
-        assert callable(entry(name)), name
+        hints = typing.get_type_hints(entry(name))
+        assert hints.pop("return") is Outcome, name
+        assert list(hints.values()) == [Run], name
 
 
 def test_malformed_payload_is_bad_input(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
