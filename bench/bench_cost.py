@@ -40,16 +40,16 @@ class Instant:
     model = "claude-sonnet-4-6"
 
     def run(self, req: object) -> object:
-        from harness_cli.agents.runtime import RunResult, Usage
+        from harness_cli.services.runtime import RunResult, Usage
 
         return RunResult("ok", "end_turn", usage=Usage(5200, 640, 1800, 21000), turns=3)
 
 
 def per_call(root: Path) -> tuple[float, float]:
     from harness_cli.agents.metered import MeteredRuntime
-    from harness_cli.agents.runtime import RunRequest
     from harness_cli.cost import meter
     from harness_cli.cost.prices import Budgets, CostSettings
+    from harness_cli.services.runtime import RunRequest
     from harness_cli.workspace.case import Case
 
     os.environ["HARNESS_HOME"] = str(root / "home")

@@ -27,10 +27,10 @@ from harness_cli.agents.anthropic_loop import AnthropicRuntime  # noqa: E402
 from harness_cli.agents.mcp_client import McpHub  # noqa: E402
 from harness_cli.agents.mcp_servers import http_headers  # noqa: E402
 from harness_cli.agents.mcp_settings import McpSettings  # noqa: E402
-from harness_cli.agents.runtime import RunRequest  # noqa: E402
 from harness_cli.config import McpConfig  # noqa: E402
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator  # noqa: E402
 from harness_cli.sandbox.world.runner import World  # noqa: E402
+from harness_cli.services.runtime import RunRequest  # noqa: E402
 
 CALLS = 40
 GOAL_RATIO = 0.25

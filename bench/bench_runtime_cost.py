@@ -6,7 +6,7 @@ against the same scripted model in the Anthropic emulator.
 Per ticket: model requests, input, cache-write, cache-read and output tokens, $, and the share
 of the input read from the prompt cache from the ticket's second request on. Tokens come from
 the wire (the emulator's usage per request); $ is priced from them with the harness's own table
-(``agents.runtime.cost_usd``: per-model input/output, cache writes 1.25×, reads 0.1×) — the
+(``services.runtime.cost_usd``: per-model input/output, cache writes 1.25×, reads 0.1×) — the
 same table for both runtimes, until #18's cost meter lands. The claude CLI's own
 ``total_cost_usd`` and the harness's logged figure are shown beside it as a cross-check.
 
@@ -41,7 +41,6 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness_cli.agents.runtime import Usage, cost_usd  # noqa: E402
 from harness_cli.investigation.library import check, load_library  # noqa: E402
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator  # noqa: E402
 from harness_cli.sandbox.anthropic_usage import (  # noqa: E402
@@ -53,6 +52,7 @@ from harness_cli.sandbox.model_script import RequestView  # noqa: E402
 from harness_cli.sandbox.prompt_prefix import analyze, reachable_share, read_log  # noqa: E402
 from harness_cli.sandbox.runner import ANTHROPIC_BODY_LOG, environment  # noqa: E402
 from harness_cli.services.claude_cli import find_claude  # noqa: E402
+from harness_cli.services.runtime import Usage, cost_usd  # noqa: E402
 
 RUNTIMES = ("claude-code", "anthropic")
 GOAL_RATIO = 2.0

@@ -22,10 +22,10 @@ from unittest import mock
 
 from harness_cli.agents import sandbox, tools
 from harness_cli.agents.claude_code import ClaudeCodeRuntime
-from harness_cli.agents.runtime import RunRequest
 from harness_cli.agents.sandbox_settings import SandboxSettings
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.services.claude_cli import find_claude
+from harness_cli.services.runtime import RunRequest
 
 COMMANDS = 40
 RUNS = 4

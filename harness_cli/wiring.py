@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness_cli import dryrun
+from harness_cli.agents.factory import configured_runtime
 from harness_cli.config import Config, load_config
 from harness_cli.dispatch.backends import (
     RunCommand,
@@ -83,6 +84,7 @@ def doors(cfg: Config | None = None, client: Slack | None = None) -> Doors:
         make_out=lambda: outbound(cfg or load_config(), chat),
         make_forge=gitlab,
         make_jira=jira,
+        make_runtime=lambda: configured_runtime(cfg or load_config()),
     )
 
 

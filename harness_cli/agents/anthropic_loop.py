@@ -38,7 +38,11 @@ from harness_cli.agents import (
 )
 from harness_cli.agents.mcp_client import McpHub
 from harness_cli.agents.mcp_settings import McpSettings
-from harness_cli.agents.runtime import (
+from harness_cli.agents.sandbox_settings import SandboxSettings
+from harness_cli.bounds import InputBounds, bound
+from harness_cli.errors import ConfigError
+from harness_cli.logs import event, redact
+from harness_cli.services.runtime import (
     OUTPUT_KEEP,
     RunRequest,
     RunResult,
@@ -47,10 +51,6 @@ from harness_cli.agents.runtime import (
     Usage,
     cost_usd,
 )
-from harness_cli.agents.sandbox_settings import SandboxSettings
-from harness_cli.bounds import InputBounds, bound
-from harness_cli.errors import ConfigError
-from harness_cli.logs import event, redact
 from harness_cli.state.store import atomic_write_json
 
 log = logging.getLogger("harness.agents.anthropic")

@@ -34,7 +34,11 @@ from harness_cli.agents import (
     sandbox,
 )
 from harness_cli.agents.mcp_settings import McpSettings
-from harness_cli.agents.runtime import (
+from harness_cli.agents.sandbox_settings import LimitSettings, SandboxSettings
+from harness_cli.errors import ConfigError
+from harness_cli.logs import event, redact
+from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
+from harness_cli.services.runtime import (
     OUTPUT_KEEP,
     RunRequest,
     RunResult,
@@ -42,10 +46,6 @@ from harness_cli.agents.runtime import (
     Usage,
     cost_usd,
 )
-from harness_cli.agents.sandbox_settings import LimitSettings, SandboxSettings
-from harness_cli.errors import ConfigError
-from harness_cli.logs import event, redact
-from harness_cli.services.claude_cli import PINNED_VERSION, find_claude
 
 log = logging.getLogger("harness.agents.claude_code")
 

@@ -11,11 +11,11 @@ from harness_cli import dryrun, paths
 from harness_cli.agents.claude_code import ClaudeCodeRuntime
 from harness_cli.agents.mcp_settings import McpSettings
 from harness_cli.agents.metered import MeteredRuntime
-from harness_cli.agents.runtime import Runtime
 from harness_cli.agents.sandbox_settings import SandboxSettings
 from harness_cli.bounds import InputBounds
 from harness_cli.errors import ConfigError
 from harness_cli.services.claude_cli import find_claude
+from harness_cli.services.runtime import Runtime
 
 if TYPE_CHECKING:
     from harness_cli.config import Config

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness_cli import paths
-from harness_cli.agents.runtime import RunRequest, RunResult
 from harness_cli.logs import event
+from harness_cli.services.runtime import RunRequest, RunResult
 from harness_cli.state.store import atomic_write_bytes
 
 log = logging.getLogger("harness.agents.guard")

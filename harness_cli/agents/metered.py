@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from harness_cli.agents.runtime import RunRequest, RunResult, Runtime
 from harness_cli.cost import budgets, meter
 from harness_cli.cost.prices import CostSettings, price_usd
+from harness_cli.services.runtime import RunRequest, RunResult, Runtime
 
 
 @dataclass

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Literal
 
 from harness_cli import paths
-from harness_cli.agents.runtime import RunRequest
 from harness_cli.delivery.thresholds import DeliveryThresholds  # a settings leaf: pydantic only
+from harness_cli.services.runtime import RunRequest
 
 Scope = Literal["case", "case+evidence", "staged", "worktree"]
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_cli.agents.runtime import RunRequest
+from harness_cli.services.runtime import RunRequest
 
 FRAMING = """\
 You are an engineering agent run by the harness. Each task gives your role, your working \

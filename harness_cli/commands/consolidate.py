@@ -39,6 +39,7 @@ def consolidate(
         raise InputError("--due walks every open case: give no CASE, --payload or --force")
     walk = consolidate_due(
         cfg,
+        doors=doors,
         out=None if no_post else doors.out,
         enter=lambda case_id: runner.running(Run("consolidate", case_id, doors=doors)),
     )

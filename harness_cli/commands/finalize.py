@@ -36,7 +36,7 @@ def finalize(
         raise InputError("--due takes no CASE or --payload", hint="harness finalize --due")
     outcomes = finalize_due(
         cfg,
-        Services.through(cfg, doors),
+        Services.through(doors),
         thresholds_from(cfg.harness),
         notify=not no_post,
         enter=lambda case_id: runner.running(Run("finalize", case_id, doors=doors)),

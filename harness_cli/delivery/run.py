@@ -12,7 +12,6 @@ import json
 import logging
 from typing import Any
 
-from harness_cli.agents.factory import configured_runtime
 from harness_cli.config import load_config
 from harness_cli.delivery import ci_fix, dev_agent, outcome, review
 from harness_cli.delivery import work as work_mod
@@ -91,7 +90,7 @@ def run_dev_agent(
         cfg=cfg,
         case=case,
         case_dir=registry.case_dir(case_id),
-        runtime=configured_runtime(cfg),
+        runtime=doors.runtime,
         gitlab=doors.forge,
         out=doors.out,
         args={**args, "mode": mode},

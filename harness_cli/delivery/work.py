@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_cli.agents.runtime import RunRequest, RunResult, Runtime
 from harness_cli.config import Config
 from harness_cli.delivery import worktrees
 from harness_cli.errors import InputError, PolicyRefused, ServiceError
@@ -21,6 +20,7 @@ from harness_cli.loop.run_status import RunStatus, observe
 from harness_cli.loop.runs import unavailable
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
+from harness_cli.services.runtime import RunRequest, RunResult, Runtime
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import Case
 

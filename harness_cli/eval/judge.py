@@ -67,8 +67,8 @@ def judge(
     require_key("the LLM judge (live mode)")
     from harness_cli.agents.factory import build_runtime, configured_runtime
     from harness_cli.agents.metered import MeteredRuntime
-    from harness_cli.agents.runtime import RunRequest
     from harness_cli.loop.runs import reviewer_disallowed
+    from harness_cli.services.runtime import RunRequest
 
     cfg = cfg or _config()
     model = (

@@ -30,8 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import clock
-from harness_cli.agents.factory import configured_runtime
-from harness_cli.agents.runtime import Runtime
 from harness_cli.config import Config, load_config
 from harness_cli.dispatch import journal
 from harness_cli.dispatch.run import Outcome, Run
@@ -45,6 +43,7 @@ from harness_cli.outbox.doors import Doors
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.outbox.slack_door import Owed
 from harness_cli.services.gitlab import GitLab
+from harness_cli.services.runtime import Runtime
 from harness_cli.sessions.waiting import AwaitingApproval
 from harness_cli.state import files
 from harness_cli.state.locks import workflow_lock
@@ -80,12 +79,12 @@ class Services:
         return self.make_runtime()
 
     @classmethod
-    def through(cls, cfg: Config, doors: Doors) -> Services:
-        """The run's doors, and the configured model runtime."""
+    def through(cls, doors: Doors) -> Services:
+        """The run's doors (the model runtime among them)."""
         return cls(
             make_gitlab=lambda: doors.forge,
             make_outbound=lambda: doors.out,
-            make_runtime=lambda: configured_runtime(cfg),
+            make_runtime=lambda: doors.runtime,
         )
 
 
@@ -151,7 +150,7 @@ def finalize_workflow(run: Run) -> Outcome:
     """The finalize workflow's entry for one case; an "already finalized" is DMed too when
     the run came from ``admin: finalize`` (a payload), whose author waits for an answer."""
     cfg = load_config()
-    done = finalize_case(cfg, run.case_id, Services.through(cfg, run.doors),
+    done = finalize_case(cfg, run.case_id, Services.through(run.doors),
                          thresholds_from(cfg.harness), notify=run.post,
                          tell_skip=run.payload is not None)  # fmt: skip
     return summarize([done], due=False)

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_cli.agents.runtime import RunRequest, Runtime
 from harness_cli.config import Config
 from harness_cli.delivery import acceptance, mr, worktrees
 from harness_cli.delivery.commit import commit_all, head_sha, styled_message
@@ -38,6 +37,7 @@ from harness_cli.loop.jsonblocks import json_objects
 from harness_cli.loop.prompts import render, sops_dir
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
+from harness_cli.services.runtime import RunRequest, Runtime
 from harness_cli.workspace.case import Case
 
 log = logging.getLogger("harness.improvement.patch")

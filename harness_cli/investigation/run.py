@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import clock, paths
-from harness_cli.agents.factory import configured_runtime, require_credentials
+from harness_cli.agents.factory import require_credentials
 from harness_cli.config import Config, load_config
 from harness_cli.dispatch import journal
 from harness_cli.dispatch.run import Outcome, Run
@@ -70,7 +70,7 @@ def investigate_case(case_id: str, doors: Doors, *, post: bool = True) -> dict[s
         fresh.move("investigating", by="investigate")
     folder = registry.case_dir(case_id)
     _archive_previous_run(folder)
-    runtime = configured_runtime(cfg)
+    runtime = doors.runtime
     status = _live_status(cfg, case_id, doors) if post else None
     runner = CaseRunner(
         runtime,
@@ -218,7 +218,7 @@ def _archive_previous_run(folder: Path) -> None:
 
 def review_workflow(run: Run) -> Outcome:
     """The review workflow's entry: both reviews and the gates' verdict."""
-    got = review_case(run.case_id)
+    got = review_case(run.case_id, run.doors)
     outcome = Outcome("review", data=got)
     outcome.messages.append(
         f"severity={got['review']['severity']}  "
@@ -232,7 +232,7 @@ def review_workflow(run: Run) -> Outcome:
     return outcome
 
 
-def review_case(case_id: str) -> dict[str, Any]:
+def review_case(case_id: str, doors: Doors) -> dict[str, Any]:
     """Both reviews of the latest report in ``iterations/``, each in its own staged folder,
     with the slate as locked (a changed lock file is put back first); saved under
     ``review/``."""
@@ -258,7 +258,7 @@ def review_case(case_id: str) -> dict[str, Any]:
         folder, original=precommit.first_committed(paths.workspace())
     )
     slate_text = json.dumps(slate.model_dump() if slate else {}, indent=2)
-    runner = CaseRunner(configured_runtime(cfg), cfg, folder)
+    runner = CaseRunner(doors.runtime, cfg, folder)
     outcome = review(
         runner,
         render=lambda name, **v: render(cfg, name, **v),

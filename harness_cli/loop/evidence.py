@@ -37,7 +37,7 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 @dataclass(frozen=True)
 class ToolUse:
-    """One tool call as the runtime reported it (``agents.runtime.ToolEvent``), kept small."""
+    """One tool call as the runtime reported it (``services.runtime.ToolEvent``), kept small."""
 
     name: str
     target: str
@@ -50,7 +50,7 @@ class ToolUse:
 
     @classmethod
     def from_event(cls, event: Any) -> ToolUse:
-        """From an ``agents.runtime.ToolEvent`` (or anything with its attributes)."""
+        """From an ``services.runtime.ToolEvent`` (or anything with its attributes)."""
         target = json.dumps(getattr(event, "input", {}) or {}, sort_keys=True, default=str)[:500]
         output = str(getattr(event, "output", "") or "")
         done = bool(getattr(event, "done", False))

@@ -15,8 +15,8 @@ from pathlib import PurePath
 from typing import Protocol
 
 from harness_cli import progress
-from harness_cli.agents.runtime import RunEvent
 from harness_cli.logs import event
+from harness_cli.services.runtime import RunEvent
 
 log = logging.getLogger("harness.status")
 

@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 from harness_cli import paths
 from harness_cli.agents import policy
-from harness_cli.agents.runtime import RunRequest, RunResult, Runtime
 from harness_cli.config import Config
 from harness_cli.errors import EXIT_FAILED, EXIT_USAGE, ConfigError, ServiceError
 from harness_cli.logs import event
@@ -23,6 +22,7 @@ from harness_cli.loop.evidence import ToolUse
 from harness_cli.loop.outage import backoffs
 from harness_cli.loop.prompts import sops_dir
 from harness_cli.loop.run_status import RunStatus, observe
+from harness_cli.services.runtime import RunRequest, RunResult, Runtime
 from harness_cli.workspace import control
 
 log = logging.getLogger("harness.investigation")

@@ -33,10 +33,11 @@ from harness_cli.loop.prompts import render
 from harness_cli.memory import state as memstate
 from harness_cli.memory import transcripts
 from harness_cli.memory.notify import tell_operator
-from harness_cli.memory.runner import MemoryRunner, build
+from harness_cli.memory.runner import build
 from harness_cli.memory.thresholds import MemoryThresholds, thresholds_from
 from harness_cli.memory.transcripts import Transcript
 from harness_cli.memory.trigger import evaluate
+from harness_cli.outbox.doors import Doors
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.result import Result
 from harness_cli.state.locks import case_lock
@@ -97,7 +98,7 @@ def consolidate_workflow(run: runs.Run) -> runs.Outcome:
     """The consolidate workflow's entry for one case (``--force``: in ``run.options``)."""
     done = consolidate_case(
         run.case_id, cfg=load_config(), force=bool(run.options.get("force")),
-        trigger_kind=run.trigger_kind, out=run.doors.out if run.post else None,
+        trigger_kind=run.trigger_kind, doors=run.doors, out=run.doors.out if run.post else None,
     )  # fmt: skip
     outcome = runs.Outcome("consolidate", data=done.to_json())
     report(outcome, done)
@@ -126,8 +127,8 @@ def consolidate_case(
     cfg: Config,
     force: bool = False,
     trigger_kind: str | None = None,
+    doors: Doors,
     out: Outbound | None = None,
-    runner: MemoryRunner | None = None,
 ) -> Consolidation:
     """One consolidation of one case, if its trigger fires (or ``force``). The caller holds
     the ``consolidate`` workflow lock. ``out``: where the operator is told of a refusal."""
@@ -159,7 +160,7 @@ def consolidate_case(
         return _mark(cfg, case_id, folder, result, chosen, into)
     old = task_path.read_text(encoding="utf-8") if task_path.exists() else ""
     result.bytes_before = len(old.encode())
-    ask = runner or _runner(cfg, folder, case.project, limits)
+    ask = build(cfg, folder, case.project, limits, doors.runtime)
     answer = ask("consolidator", _prompt(cfg, case_id, case.project, old, chosen, limits))
     proposed = extract_task_md(answer)
     why = (
@@ -338,7 +339,3 @@ def _prompt(
         transcript_names=", ".join(t.path.name for t in chosen),
         transcripts="\n\n".join(f"### {t.path.name}\n{t.body.strip()}" for t in chosen),
     )
-
-
-def _runner(cfg: Config, folder: Path, project: str, limits: MemoryThresholds) -> MemoryRunner:
-    return build(cfg, folder, project, limits)

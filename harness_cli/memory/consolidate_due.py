@@ -18,6 +18,7 @@ from harness_cli.memory import transcripts
 from harness_cli.memory.consolidate import Consolidation, consolidate_case
 from harness_cli.memory.thresholds import thresholds_from
 from harness_cli.memory.trigger import evaluate
+from harness_cli.outbox.doors import Doors
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.sessions.waiting import AwaitingApproval
 from harness_cli.state.locks import workflow_lock
@@ -51,7 +52,7 @@ Enter = Callable[[str], AbstractContextManager[object]]
 
 
 def consolidate_due(
-    cfg: Config, *, out: Outbound | None = None, enter: Enter | None = None
+    cfg: Config, *, doors: Doors, out: Outbound | None = None, enter: Enter | None = None
 ) -> DueWalk:
 
     opened: Enter = enter or (lambda case_id: workflow_lock("consolidate", case_id))
@@ -76,7 +77,7 @@ def consolidate_due(
                 walk.not_due.append(case_id)
                 continue
             with opened(case_id):
-                walk.done.append(consolidate_case(case_id, cfg=cfg, out=out))
+                walk.done.append(consolidate_case(case_id, cfg=cfg, doors=doors, out=out))
         except LockHeld:
             walk.locked.append(case_id)
         except PolicyRefused as exc:  # one busy case never stops the others

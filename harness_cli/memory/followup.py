@@ -43,9 +43,9 @@ from harness_cli.memory.replies import Reply, Thread, is_approval, new_replies, 
 from harness_cli.memory.runner import MemoryRunner, build
 from harness_cli.memory.thresholds import MemoryThresholds, thresholds_from
 from harness_cli.memory.trigger import evaluate
+from harness_cli.outbox.doors import Doors
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.outbox.slack_door import Owed
-from harness_cli.services.slack import Slack
 from harness_cli.workspace import registry
 from harness_cli.workspace.case import Case
 
@@ -88,7 +88,7 @@ def followup_workflow(run: Run) -> Outcome:
             thread = Thread(run.payload.channel, run.payload.thread_ts, run.payload.channel == dm)
     admin = Intake(cfg, run.doors, backend=choose_backend(cfg.harness.dispatch))
     out = run.doors.out if run.post else None
-    done = Followup(cfg, run.doors.slack, out, admin).run(
+    done = Followup(cfg, run.doors, out, admin).run(
         run.case_id, thread=thread, trigger_kind=kind, trigger_ts=ts
     )
     outcome = Outcome("followup", data=done.to_json())
@@ -108,8 +108,9 @@ class Followup:
     """One followup run's collaborators, passed in (:func:`followup_workflow` builds them)."""
 
     cfg: Config
-    slack: Slack
+    doors: Doors
     out: Outbound | None
+    """None: a dry run (``--no-post``), nothing posted."""
     admin: Intake
     """What an approval reply runs ``admin: task`` with."""
     runner: MemoryRunner | None = None
@@ -137,7 +138,7 @@ class Followup:
             replies = read_until_visible(
                 functools.partial(
                     new_replies,
-                    self.slack,
+                    self.doors.slack,
                     thread,
                     operator,
                     after=after,
@@ -311,7 +312,7 @@ class Followup:
     # -- plumbing -----------------------------------------------------------------------------
     def _ask(self, case: Case, folder: Path) -> MemoryRunner:
         if self.runner is None:
-            self.runner = build(self.cfg, folder, case.project, self.limits)
+            self.runner = build(self.cfg, folder, case.project, self.limits, self.doors.runtime)
         return self.runner
 
     def _case_thread(self, case: Case) -> Thread:

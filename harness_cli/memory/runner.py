@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness_cli.agents import policy
-from harness_cli.agents.factory import configured_runtime
 from harness_cli.config import Config
 from harness_cli.investigation.loop import cache_prefix
 from harness_cli.loop.runs import CaseRunner
 from harness_cli.memory.thresholds import MemoryThresholds
+from harness_cli.services.runtime import Runtime
 
 WRITE_TOOLS = ("Bash", "Write", "Edit", "MultiEdit", "NotebookEdit")
 
@@ -32,10 +32,11 @@ MemoryRunner = CaseRunner
 """The investigation's runner with a read-only tool policy and no guard (see ``build``)."""
 
 
-def build(cfg: Config, case_dir: Path, project: str, limits: MemoryThresholds) -> MemoryRunner:
-    """The configured runtime, with the project's SOPs and KB as the cached prefix."""
+def build(
+    cfg: Config, case_dir: Path, project: str, limits: MemoryThresholds, runtime: Runtime
+) -> MemoryRunner:
+    """The run's runtime, with the project's SOPs and KB as the cached prefix."""
 
-    runtime = configured_runtime(cfg)
     return CaseRunner(
         runtime,
         cfg,

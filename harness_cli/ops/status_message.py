@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from harness_cli.agents.runtime import RunEvent
 from harness_cli.config import Config
 from harness_cli.cost.meter import current, spend_line
 from harness_cli.errors import HarnessError
@@ -31,6 +30,7 @@ from harness_cli.loop.run_status import status_for
 from harness_cli.outbox.notify import case_thread
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.outbox.slack_door import Owed
+from harness_cli.services.runtime import RunEvent
 from harness_cli.services.slack import RateLimited
 
 log = logging.getLogger("harness.status")

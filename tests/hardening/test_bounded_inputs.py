@@ -68,7 +68,7 @@ def test_one_huge_tool_result_is_bounded_in_the_next_request(
     tmp_path: Path, model: AnthropicEmulator
 ) -> None:
     from harness_cli.agents.anthropic_loop import AnthropicRuntime
-    from harness_cli.agents.runtime import RunRequest
+    from harness_cli.services.runtime import RunRequest
 
     work = tmp_path / "work"
     work.mkdir()

@@ -118,7 +118,7 @@ import sys, time
 from pathlib import Path
 from harness_cli import paths
 from harness_cli.agents import guard
-from harness_cli.agents.runtime import RunRequest, RunResult
+from harness_cli.services.runtime import RunRequest, RunResult
 
 case, go, forged = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
 

@@ -24,7 +24,7 @@ RUNNER = """
 import sys
 from pathlib import Path
 from harness_cli.agents.factory import build_runtime
-from harness_cli.agents.runtime import RunRequest
+from harness_cli.services.runtime import RunRequest
 
 case = Path(sys.argv[2])
 req = RunRequest(role="dev-agent", prompt="[harness-role: rt-linger] go", workdir=case,

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from harness_cli import wiring
-from harness_cli.agents.runtime import RunEvent, RunRequest, RunResult, Usage
 from harness_cli.config import load_config
 from harness_cli.errors import ServiceError
 from harness_cli.loop.runs import CaseRunner
 from harness_cli.ops.status_message import MIN_EDIT_INTERVAL_S, StatusReporter, for_case
 from harness_cli.sandbox.httpbase import Fault, Request
+from harness_cli.services.runtime import RunEvent, RunRequest, RunResult, Usage
 
 THREAD_TS = "1700000000.000100"
 

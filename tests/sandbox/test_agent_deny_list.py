@@ -15,9 +15,9 @@ import pytest
 
 from harness_cli.agents.claude_code import ClaudeCodeRuntime
 from harness_cli.agents.mcp_settings import McpSettings
-from harness_cli.agents.runtime import RunRequest
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.services.claude_cli import find_claude
+from harness_cli.services.runtime import RunRequest
 
 pytestmark = [
     pytest.mark.claude_cli,

@@ -19,11 +19,11 @@ import pytest
 from harness_cli.agents.anthropic_loop import AnthropicRuntime
 from harness_cli.agents.factory import build_runtime
 from harness_cli.agents.mcp_settings import McpSettings
-from harness_cli.agents.runtime import RunRequest
 from harness_cli.bounds import InputBounds
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.world.runner import STDIO_BY_DEFAULT, World
 from harness_cli.services.claude_cli import find_claude
+from harness_cli.services.runtime import RunRequest
 
 pytestmark = pytest.mark.filterwarnings("ignore:Field 'lifespan' has an incomplete definition")
 

@@ -19,10 +19,10 @@ import pytest
 
 from harness_cli.agents import sandbox
 from harness_cli.agents.factory import build_runtime
-from harness_cli.agents.runtime import RunRequest, Usage, cost_usd
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.anthropic_usage import count_input_tokens, min_cacheable_tokens
 from harness_cli.services.claude_cli import find_claude
+from harness_cli.services.runtime import RunRequest, Usage, cost_usd
 
 CLI = [
     pytest.mark.claude_cli,

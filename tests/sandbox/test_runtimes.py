@@ -20,10 +20,10 @@ import pytest
 from harness_cli.agents import tools
 from harness_cli.agents.anthropic_loop import AnthropicRuntime
 from harness_cli.agents.factory import build_runtime
-from harness_cli.agents.runtime import RunEvent, RunRequest
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.httpbase import Fault
 from harness_cli.services.claude_cli import find_claude
+from harness_cli.services.runtime import RunEvent, RunRequest
 
 SCRIPT = "runtimes"
 CLI_MARKS = [

@@ -20,8 +20,8 @@ from harness_cli.agents.anthropic_loop import _batches
 from harness_cli.agents.claude_code import ClaudeCodeRuntime, _Stream
 from harness_cli.agents.factory import build_runtime, runtime_name
 from harness_cli.agents.prompt_layout import FRAMING
-from harness_cli.agents.runtime import RunRequest, RunResult, Usage, cost_usd
 from harness_cli.errors import ConfigError
+from harness_cli.services.runtime import RunRequest, RunResult, Usage, cost_usd
 
 
 @pytest.fixture
@@ -568,7 +568,7 @@ def test_a_run_with_bash_gets_the_shell_only_inside_the_clis_sandbox(tmp_path: P
     """The dev-agent keeps acceptEdits (no bypassPermissions: that would read anywhere); its
     Bash is allowed and runs in the CLI's sandbox, set by the --settings file."""
     from harness_cli.agents.claude_code import ClaudeCodeRuntime
-    from harness_cli.agents.runtime import RunRequest
+    from harness_cli.services.runtime import RunRequest
 
     req = RunRequest(role="dev-agent", prompt="p", workdir=tmp_path, allowed_root=tmp_path)
     settings = tmp_path / "settings.json"

@@ -12,9 +12,9 @@ import pytest
 
 from harness_cli.agents import policy, sandbox
 from harness_cli.agents.anthropic_loop import AnthropicRuntime
-from harness_cli.agents.runtime import RunRequest
 from harness_cli.agents.sandbox_settings import SandboxSettings
 from harness_cli.errors import PolicyRefused
+from harness_cli.services.runtime import RunRequest
 
 
 class NoModel(Exception):

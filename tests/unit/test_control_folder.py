@@ -13,9 +13,9 @@ import pytest
 from harness_cli import paths
 from harness_cli.agents import policy
 from harness_cli.agents.claude_code import ClaudeCodeRuntime
-from harness_cli.agents.runtime import RunRequest, RunResult
 from harness_cli.delivery import check_guard
 from harness_cli.errors import InputError
+from harness_cli.services.runtime import RunRequest, RunResult
 from harness_cli.workspace import control, registry
 
 

@@ -26,13 +26,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from harness_cli.agents.runtime import RunEvent, RunRequest, Runtime
 from harness_cli.delivery.push import heal_prompt as prompts
 from harness_cli.delivery.push.rebase import PushResult, fetch, real_push, remote_tip
 from harness_cli.delivery.thresholds import DeliveryThresholds
 from harness_cli.delivery.worktrees import Worktree
 from harness_cli.errors import HarnessError, ServiceError
 from harness_cli.logs import event
+from harness_cli.services.runtime import RunEvent, RunRequest, Runtime
 
 log = logging.getLogger("harness.delivery.heal")
 

@@ -20,7 +20,6 @@ from typing import Literal
 from pydantic import BaseModel
 
 from harness_cli import clock, components
-from harness_cli.agents.runtime import Runtime
 from harness_cli.config import Config
 from harness_cli.delivery import secret_scan
 from harness_cli.delivery.mr import back_to_draft
@@ -41,6 +40,7 @@ from harness_cli.logs import event
 from harness_cli.outbox import notify
 from harness_cli.outbox.outbound import Outbound
 from harness_cli.services.gitlab import GitLab
+from harness_cli.services.runtime import Runtime
 from harness_cli.state.store import atomic_write_text
 
 __all__ = [

@@ -1,4 +1,6 @@
-"""The runtime Protocol and the data that crosses it: a request in, a result out, events live.
+"""The model runtime's port (the claude CLI and the Anthropic API sit behind it, built by
+`agents/factory.py`): the Protocol and the data that crosses it — a request in, a result out,
+events live.
 
 A runtime runs one model session to its end and reports what happened; it never decides
 whether the work is acceptable (that is the caller's gate, from the evidence on disk).
