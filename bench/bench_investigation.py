@@ -1,5 +1,5 @@
 """The misbehaving-model library (evals/investigation/*.yaml) × both runtimes, through
-`harness investigate` and `harness review` on the emulators (sandbox/investigation_library.py).
+`harness investigate` and `harness review` on the emulators (eval/investigation_driver.py).
 
 Figures (goals from #15):
   * share of runs that end in the right exit, with the right guard notes and the rest of the
@@ -29,10 +29,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness_cli.investigation.library import LibraryCase, Observed, check, load_library  # noqa: E402
+from harness_cli.eval.cases import LibraryCase, Observed, check, load_library  # noqa: E402
+from harness_cli.eval.investigation_driver import run_case  # noqa: E402
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator  # noqa: E402
 from harness_cli.sandbox.httpbase import Fault  # noqa: E402
-from harness_cli.sandbox.investigation_library import run_case  # noqa: E402
 from harness_cli.services.claude_cli import find_claude  # noqa: E402
 
 LATENCY = float(os.environ.get("BENCH_MODEL_LATENCY", "1.0"))

@@ -51,9 +51,9 @@ def demo(runtime: str) -> list[CallPrefix]:
 
 
 def library_case(name: str, runtime: str) -> list[CallPrefix]:
-    from harness_cli.investigation.library import load_library
+    from harness_cli.eval.cases import load_library
+    from harness_cli.eval.investigation_driver import run_case
     from harness_cli.sandbox.anthropic_api import AnthropicEmulator
-    from harness_cli.sandbox.investigation_library import run_case
 
     [case] = [c for c in load_library() if c.id == name]
     with tempfile.TemporaryDirectory(prefix="bench-prefix-") as tmp:

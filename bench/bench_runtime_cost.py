@@ -41,7 +41,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness_cli.investigation.library import check, load_library  # noqa: E402
+from harness_cli.eval.cases import check, load_library  # noqa: E402
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator  # noqa: E402
 from harness_cli.sandbox.anthropic_usage import (  # noqa: E402
     count_input_tokens,
@@ -188,7 +188,7 @@ def demo(runtime: str) -> Ticket:
 
 
 def corpus(runtime: str, emu: AnthropicEmulator, log: Path) -> list[Ticket]:
-    from harness_cli.sandbox.investigation_library import run_case
+    from harness_cli.eval.investigation_driver import run_case
 
     wanted = {c for c in os.environ.get("BENCH_CASES", "").split(",") if c}
     tickets = []

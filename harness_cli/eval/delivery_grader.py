@@ -1,9 +1,9 @@
 """The grader of a delivery case: what GitLab, Slack and the case folder show at the end
-(``sandbox.delivery_eval`` gathers it), against the case's ``expect.delivery``."""
+(``eval.delivery_driver`` gathers it), against the case's ``expect.delivery``."""
 
 from __future__ import annotations
 
-from harness_cli.investigation.library import LibraryCase, Observed
+from harness_cli.eval.cases import LibraryCase, Observed
 
 
 def delivery_problems(case: LibraryCase, seen: Observed) -> list[str]:

@@ -33,9 +33,9 @@ from harness_cli.agents.policy import ROLES
 from harness_cli.cost.prices import CostSettings, price_usd
 from harness_cli.errors import InputError, PolicyRefused
 from harness_cli.eval.calibration import brier, ece, percentile
+from harness_cli.eval.cases import LibraryCase
 from harness_cli.eval.suites import LIVE_DEFAULT_URL
 from harness_cli.eval.trial import TrialResult, TrialSpec
-from harness_cli.investigation.library import LibraryCase
 from harness_cli.sandbox.model_script import DEFAULT_ROLE
 
 TIMEOUT_S = 1800.0

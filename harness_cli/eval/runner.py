@@ -19,10 +19,10 @@ from typing import Any
 
 from harness_cli import components
 from harness_cli.eval import suites
+from harness_cli.eval.cases import LibraryCase
 from harness_cli.eval.pool import Progress, run_trials
 from harness_cli.eval.stats import PairedDelta, paired_delta, wilson
 from harness_cli.eval.trial import TrialResult, TrialSpec
-from harness_cli.investigation.library import LibraryCase
 
 BASELINE = "baseline"
 

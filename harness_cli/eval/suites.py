@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from harness_cli.errors import ConfigError, HarnessError, InputError
-from harness_cli.investigation.library import EVALS_DIR, LibraryCase
+from harness_cli.eval.cases import EVALS_DIR, LibraryCase
 from harness_cli.sandbox.anthropic_forward import Upstream
 from harness_cli.sandbox.model_script import load_script
 

@@ -9,9 +9,9 @@ import json
 import os
 import sys
 
+from harness_cli.eval.cases import LibraryCase
 from harness_cli.eval.suites import load_case_file
 from harness_cli.eval.trial import TrialSpec, run_trial
-from harness_cli.investigation.library import LibraryCase
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from harness_cli.investigation.library import LibraryCase, check, load_library
+from harness_cli.eval.cases import LibraryCase, check, load_library
+from harness_cli.eval.investigation_driver import CASE_ID, run_case
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
-from harness_cli.sandbox.investigation_library import CASE_ID, run_case
 from harness_cli.sandbox.runner import SANDBOX_TOKENS
 from harness_cli.sandbox.slack_api import SlackEmulator
 from harness_cli.services.claude_cli import find_claude

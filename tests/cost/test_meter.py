@@ -16,9 +16,9 @@ import pytest
 
 from harness_cli.cost import meter
 from harness_cli.cost.prices import CostSettings, Price, price_usd
-from harness_cli.investigation.library import load_library
+from harness_cli.eval.cases import load_library
+from harness_cli.eval.investigation_driver import CASE_ID, run_case
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
-from harness_cli.sandbox.investigation_library import CASE_ID, run_case
 
 LIBRARY = {c.id: c for c in load_library()}
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness_cli.investigation.library import check, load_library
+from harness_cli.eval.cases import check, load_library
+from harness_cli.eval.investigation_driver import run_case
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
-from harness_cli.sandbox.investigation_library import run_case
 from harness_cli.services.claude_cli import find_claude
 
 BOTH = [

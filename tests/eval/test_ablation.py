@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from harness_cli import components
+from harness_cli.eval.cases import DEFAULT_DIR
 from harness_cli.eval.pool import run_trials
 from harness_cli.eval.stats import wilson
 from harness_cli.eval.trial import TrialSpec
-from harness_cli.investigation.library import DEFAULT_DIR
 from harness_cli.sandbox.model_script import uniform
 
 INV = DEFAULT_DIR

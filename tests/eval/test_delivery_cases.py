@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness_cli.investigation.library import EVALS_DIR
+from harness_cli.eval.cases import EVALS_DIR
 
 pytestmark = pytest.mark.slow
 DELIVERY = EVALS_DIR / "delivery"

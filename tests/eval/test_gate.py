@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from harness_cli.eval import gate
-from harness_cli.investigation.library import DEFAULT_DIR
+from harness_cli.eval.cases import DEFAULT_DIR
 
 CASE = str(DEFAULT_DIR / "honest-complete.yaml")
 

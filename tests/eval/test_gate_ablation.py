@@ -12,9 +12,9 @@ import pytest
 
 from harness_cli import components
 from harness_cli.eval import runner
+from harness_cli.eval.cases import DEFAULT_DIR
 from harness_cli.eval.trial import TrialResult, TrialSpec
 from harness_cli.investigation.gates import TABLE, evaluate
-from harness_cli.investigation.library import DEFAULT_DIR
 from harness_cli.loop.report import extract_report
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import resources
-from harness_cli.investigation.library import EVALS_DIR, LibraryCase, Observed, check
+from harness_cli.eval.cases import EVALS_DIR, LibraryCase, Observed, check
 
 INV = EVALS_DIR / "investigation"
 EXPECTING_NOTES = ("complete-under-70", "symptom-forever", "honest-review-drop")

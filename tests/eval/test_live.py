@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness_cli.investigation.library import DEFAULT_DIR, LibraryCase
+from harness_cli.eval.cases import DEFAULT_DIR, LibraryCase
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.model_script import SCRIPTS_DIR
 from harness_cli.sandbox.runner import SANDBOX_TOKENS

@@ -18,7 +18,7 @@ import pytest
 
 from harness_cli.eval import calibration, live
 from harness_cli.eval.calibration import brier, ece
-from harness_cli.investigation.library import DEFAULT_DIR
+from harness_cli.eval.cases import DEFAULT_DIR
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.model_script import SCRIPTS_DIR
 from harness_cli.sandbox.runner import SANDBOX_TOKENS
@@ -294,8 +294,8 @@ def test_a_delivery_case_runs_live_and_is_graded_on_its_outcome(
 ) -> None:
     """ci-fix live: the sandbox's GitLab, its CI and the MR, every role on "the API" (playing
     the case's own script, so a pass is expected)."""
+    from harness_cli.eval.cases import EVALS_DIR
     from harness_cli.eval.suites import load_case_file
-    from harness_cli.investigation.library import EVALS_DIR
 
     path = EVALS_DIR / "delivery" / "ci-fix.yaml"
     case = load_case_file(path)

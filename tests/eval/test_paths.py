@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from harness_cli import resources
-from harness_cli.investigation.library import EVALS_DIR
+from harness_cli.eval.cases import EVALS_DIR
 
 CASE = "auth-refused"  # no model call: the cheapest real trial
 

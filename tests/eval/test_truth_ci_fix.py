@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from harness_cli.delivery.test_weakening import failing_tests, weakened
-from harness_cli.investigation.library import EVALS_DIR
+from harness_cli.eval.cases import EVALS_DIR
 from harness_cli.services.claude_cli import find_claude
 
 CASE = EVALS_DIR / "delivery" / "ci-fix-deletes-test.yaml"

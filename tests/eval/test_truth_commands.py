@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness_cli.investigation.library import EVALS_DIR
+from harness_cli.eval.cases import EVALS_DIR
 from harness_cli.sandbox.wire_commands import commands
 from harness_cli.services.claude_cli import find_claude
 

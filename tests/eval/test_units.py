@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from harness_cli.errors import ConfigError
+from harness_cli.eval.cases import EVALS_DIR
 from harness_cli.eval.runner import ablation, summarise
 from harness_cli.eval.stats import wilson
 from harness_cli.eval.suites import load_case_file
 from harness_cli.eval.trial import TrialResult
-from harness_cli.investigation.library import EVALS_DIR
 
 INV = EVALS_DIR / "investigation"
 

@@ -18,7 +18,7 @@ import pytest
 import harness_cli
 from harness_cli.delivery.style import lint_description
 from harness_cli.eval import gate
-from harness_cli.investigation.library import DEFAULT_DIR
+from harness_cli.eval.cases import DEFAULT_DIR
 from harness_cli.sandbox.github_workflows import default_workflow
 from harness_cli.sandbox.gitlab_api import GitLabEmulator
 from tests.conftest import payloads

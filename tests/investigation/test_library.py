@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness_cli.investigation.library import LibraryCase, check, load_library
+from harness_cli.eval.cases import LibraryCase, check, load_library
+from harness_cli.eval.investigation_driver import run_case
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
-from harness_cli.sandbox.investigation_library import run_case
 from harness_cli.services.claude_cli import find_claude
 
 LIBRARY = {case.id: case for case in load_library()}

@@ -67,8 +67,6 @@ KNOWN_DEBT: dict[tuple[str, str], str] = {
     # The eval corpus schema and drivers still under investigation/ and improvement/ (#29 6).
     ("improvement.patch_suggester", "eval.before_after"): "eval corpus not yet in eval/",
     ("improvement.patch_suggester", "eval.gate"): "eval corpus not yet in eval/",
-    ("investigation.library", "eval.delivery_grader"): "eval corpus not yet in eval/",
-    ("investigation.library", "sandbox.model_script"): "eval corpus not yet in eval/",
 }
 """Imports that break the floors today, each with its reason. The list only shrinks: a new
 one fails the test below, and an entry that no longer happens fails it too (delete it)."""

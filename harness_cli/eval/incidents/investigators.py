@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from harness_cli.eval.cases import Expect, LibraryCase, Setup
 from harness_cli.eval.incidents.model import Evidence, Incident
-from harness_cli.investigation.library import Expect, LibraryCase, Setup
 
 __all__ = ["INVESTIGATORS", "Investigator", "library_case", "mcp_settings"]
 

@@ -17,8 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness_cli.errors import ConfigError
+from harness_cli.eval.cases import EVALS_DIR
 from harness_cli.eval.suites import load_named
-from harness_cli.investigation.library import EVALS_DIR
 from harness_cli.sandbox.jira_state import STATUSES
 from harness_cli.sandbox.world.incident import NOW, START, stamp, when
 

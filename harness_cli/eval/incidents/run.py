@@ -2,7 +2,7 @@
 over streamable HTTP), one Jira emulator behind its tracker, one Anthropic emulator playing the
 investigator's script; per incident and investigator the world is reseeded (``incident.json``,
 the Jira issues, the incident's faults, the call record cleared) and ``harness init``, ``case
-new`` and ``harness investigate`` run in a fresh home (``sandbox.investigation_library``), with
+new`` and ``harness investigate`` run in a fresh home (``eval.investigation_driver``), with
 the world's logs, metrics, tracker and docs in agent-config/mcp.json.
 
 What is graded comes from the wire and the disk: the world's record of the calls it answered,
@@ -25,9 +25,9 @@ from harness_cli.eval.incidents.grade import CaseResult, Judge, RubricJudge, ans
 from harness_cli.eval.incidents.grade import grade_evidence as _grade_evidence
 from harness_cli.eval.incidents.investigators import Investigator, library_case
 from harness_cli.eval.incidents.model import SOURCES, Incident
+from harness_cli.eval.investigation_driver import run_case
 from harness_cli.loop.report import CompletionReport, extract_report
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
-from harness_cli.sandbox.investigation_library import run_case
 from harness_cli.sandbox.jira_api import SANDBOX_TOKEN, SANDBOX_USER, JiraEmulator
 from harness_cli.sandbox.world.runner import World
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli.cli import run
+from harness_cli.eval.cases import LibraryCase, Observed
 from harness_cli.eval.suites import live_model_env, live_upstream
-from harness_cli.investigation.library import LibraryCase, Observed
 from harness_cli.sandbox.runner import Sandbox, environment
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
 from harness_cli.sandbox.wire_commands import from_emulator
@@ -46,7 +46,7 @@ def run_delivery_case(
     config_root: Path | None = None,
 ) -> Observed:
     """One run of a delivery ``case`` (``anthropic`` is unused: the sandbox has its own)."""
-    from harness_cli.sandbox.investigation_library import copy_config, mark_trial, spent
+    from harness_cli.eval.investigation_driver import copy_config, mark_trial, spent
 
     del anthropic
     assert case.delivery is not None

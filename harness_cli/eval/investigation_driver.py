@@ -1,4 +1,4 @@
-"""Run a case of the misbehaving-model library (``investigation/library.py``) for real:
+"""Run a case of the misbehaving-model library (``eval/cases.py``) for real:
 `harness init`, `case new`, `harness investigate` and `harness review` in-process, on either
 runtime, against the Anthropic emulator playing the case's script and the Slack emulator
 receiving the operator's DM, in a temporary home, workspace and config of its own.
@@ -27,8 +27,8 @@ import yaml
 from harness_cli import resources
 from harness_cli.cli import run
 from harness_cli.components import TRIAL_FILE
+from harness_cli.eval.cases import LibraryCase, Observed
 from harness_cli.eval.suites import live_model_env, live_upstream
-from harness_cli.investigation.library import LibraryCase, Observed
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.httpbase import Fault
 from harness_cli.sandbox.model_script import RequestView
@@ -61,7 +61,7 @@ def run_case(
     (``harness_cli.components``); ``config_root``: a folder with ``agent-config/`` and
     ``sops/`` to use instead of the packaged example (an eval's before/after)."""
     if case.kind == "delivery":
-        from harness_cli.sandbox.delivery_eval import run_delivery_case
+        from harness_cli.eval.delivery_driver import run_delivery_case
 
         return run_delivery_case(case, runtime, anthropic=anthropic, keep=keep, seed=seed,
                                  ablate=ablate, config_root=config_root)  # fmt: skip

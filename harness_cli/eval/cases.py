@@ -5,7 +5,7 @@ corpus a later ``harness eval`` builds on.
 One file per case: an ``id``, a one-line ``description``, whether the scripted model is
 ``honest``, the model (a shipped script by name, or an inline script), the setup (thresholds,
 ticket, emulator faults, environment), and a machine-readable ``expect``. ``check`` compares
-an ``Observed`` run (gathered by ``sandbox.investigation_library``) with it and lists every
+an ``Observed`` run (gathered by ``eval.investigation_driver``) with it and lists every
 mismatch; an empty list is a pass. Pure: no I/O beyond loading the files.
 """
 
@@ -333,7 +333,7 @@ class Observed:
     """What the trial's model calls cost (its cost log)."""
     tokens: int = 0
     delivery: dict[str, Any] = field(default_factory=dict)
-    """A delivery case's end state (``sandbox.delivery_eval``)."""
+    """A delivery case's end state (``eval.delivery_driver``)."""
     commands: list[dict[str, str]] = field(default_factory=list)
     """The scripted model's Bash calls and their fate, from the wire
     (``sandbox.wire_commands``): command, fate (ran, failed, refused, never ran), said."""
@@ -343,7 +343,7 @@ def check(case: LibraryCase, seen: Observed) -> list[str]:
     """Every way ``seen`` differs from ``case.expect``; [] is a pass."""
     if case.kind == "delivery":
         # the eval corpus still in investigation/ (#29 item 6): a two-module pair
-        from harness_cli.eval.delivery_grader import delivery_problems  # noqa: PLC0415
+        from harness_cli.eval.delivery_grader import delivery_problems
 
         return delivery_problems(case, seen)
     e = case.expect
