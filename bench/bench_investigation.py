@@ -29,7 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness_cli.eval.cases import LibraryCase, Observed, check, load_library  # noqa: E402
+from harness_cli.eval.cases import LibraryCase, Observed, load_library  # noqa: E402
+from harness_cli.eval.grader import check  # noqa: E402
 from harness_cli.eval.investigation_driver import run_case  # noqa: E402
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator  # noqa: E402
 from harness_cli.sandbox.httpbase import Fault  # noqa: E402

@@ -41,7 +41,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness_cli.eval.cases import check, load_library  # noqa: E402
+from harness_cli.eval.cases import load_library  # noqa: E402
+from harness_cli.eval.grader import check  # noqa: E402
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator  # noqa: E402
 from harness_cli.sandbox.anthropic_usage import (  # noqa: E402
     count_input_tokens,

@@ -18,9 +18,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from harness_cli.cli import run
 from harness_cli.eval.cases import LibraryCase, Observed
 from harness_cli.eval.suites import live_model_env, live_upstream
+from harness_cli.eval.trial_home import copy_config, mark_trial, spent
 from harness_cli.sandbox.runner import Sandbox, environment
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET
 from harness_cli.sandbox.wire_commands import from_emulator
@@ -46,8 +49,6 @@ def run_delivery_case(
     config_root: Path | None = None,
 ) -> Observed:
     """One run of a delivery ``case`` (``anthropic`` is unused: the sandbox has its own)."""
-    from harness_cli.eval.investigation_driver import copy_config, mark_trial, spent
-
     del anthropic
     assert case.delivery is not None
     root = Path(tempfile.mkdtemp(prefix=f"harness-eval-{case.id}-", dir=keep))
@@ -92,8 +93,6 @@ def run_delivery_case(
 
 
 def _set_checks(config: Path, checks: list[str]) -> None:
-    import yaml
-
     path = config / "projects.yaml"
     data = yaml.safe_load(path.read_text())
     data["projects"]["team-a"]["required_checks"] = checks

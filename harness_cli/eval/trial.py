@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness_cli.eval.cases import LibraryCase, Observed, check
+from harness_cli.eval.cases import LibraryCase, Observed
+from harness_cli.eval.grader import check
 from harness_cli.eval.investigation_driver import run_case
 
 Status = Literal["pass", "fail", "policy_stop", "timeout", "crash", "grader_error"]

@@ -24,7 +24,7 @@ from harness_cli import resources
 from harness_cli.agents import sandbox
 from harness_cli.cli import run
 from harness_cli.delivery.identity import machine_identity
-from harness_cli.eval.investigation_driver import spent
+from harness_cli.eval.trial_home import spent
 from harness_cli.sandbox.anthropic_forward import Upstream
 from harness_cli.sandbox.runner import GITHUB_SANDBOX_TOKEN, MCP_CONFIG, Sandbox, environment
 from harness_cli.sandbox.scenarios.sample_repo import SAMPLE_PROJECT_PATH, SAMPLE_TICKET

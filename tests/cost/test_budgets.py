@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness_cli.eval.cases import LibraryCase, check, load_library
+from harness_cli.eval.cases import LibraryCase, load_library
+from harness_cli.eval.grader import check
 from harness_cli.eval.investigation_driver import CASE_ID, run_case
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.sandbox.runner import SANDBOX_TOKENS

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli import resources
-from harness_cli.eval.cases import EVALS_DIR, LibraryCase, Observed, check
+from harness_cli.eval.cases import EVALS_DIR, LibraryCase, Observed
+from harness_cli.eval.grader import check
 
 INV = EVALS_DIR / "investigation"
 EXPECTING_NOTES = ("complete-under-70", "symptom-forever", "honest-review-drop")

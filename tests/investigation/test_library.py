@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness_cli.eval.cases import LibraryCase, check, load_library
+from harness_cli.eval.cases import LibraryCase, load_library
+from harness_cli.eval.grader import check
 from harness_cli.eval.investigation_driver import run_case
 from harness_cli.sandbox.anthropic_api import AnthropicEmulator
 from harness_cli.services.claude_cli import find_claude

@@ -203,7 +203,8 @@ def test_an_investigation_costs_the_claude_cli_at_most_twice_the_api_runtime(
     server: AnthropicEmulator,
 ) -> None:
     """`harness investigate` + `harness review` of the honest case, same scripted model."""
-    from harness_cli.eval.cases import check, load_library
+    from harness_cli.eval.cases import load_library
+    from harness_cli.eval.grader import check
     from harness_cli.eval.investigation_driver import run_case
 
     [case] = [c for c in load_library() if c.id == "honest-complete"]
