@@ -11,7 +11,8 @@ from harness_cli.commands import new_app
 from harness_cli.config import load_config
 from harness_cli.dispatch.run import Run
 from harness_cli.errors import InputError
-from harness_cli.improvement.finalize import Services, finalize_due, summarize
+from harness_cli.eval.before_after import measure_for_mr
+from harness_cli.improvement.finalize import MEASURE_EVAL, Services, finalize_due, summarize
 from harness_cli.improvement.thresholds import thresholds_from
 from harness_cli.output import emit
 from harness_cli.workflows import runner
@@ -30,13 +31,15 @@ def finalize(
     cfg = load_config()
     doors = wiring.doors(cfg)
     if not due:
-        emit(runner.run(runner.resolve("finalize", case, payload, doors=doors, post=not no_post)))
+        run = runner.resolve("finalize", case, payload, doors=doors, post=not no_post)
+        run.options[MEASURE_EVAL] = measure_for_mr
+        emit(runner.run(run))
         return
     if case or payload:
         raise InputError("--due takes no CASE or --payload", hint="harness finalize --due")
     outcomes = finalize_due(
         cfg,
-        Services.through(doors),
+        Services.through(doors, measure_for_mr),
         thresholds_from(cfg.harness),
         notify=not no_post,
         enter=lambda case_id: runner.running(Run("finalize", case_id, doors=doors)),

@@ -26,7 +26,8 @@ class Run:
     """False: a dry run (``--no-post``) — nothing posted, and for investigate nothing committed
     or pushed."""
     options: dict[str, Any] = field(default_factory=dict)
-    """The command's flags that do not make it another run (consolidate's ``--force``)."""
+    """The command's flags that do not make it another run (consolidate's ``--force``), and
+    what it hands the entry beyond the doors (finalize's eval, a tool no layer imports)."""
     doors: Doors = field(kw_only=True)
     """What the run may speak through, built by the edge."""
 

@@ -14,13 +14,13 @@ import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness_cli import resources
 from harness_cli.errors import InputError
 from harness_cli.eval import runner
-from harness_cli.eval.gate import BASELINE_FILE, MODEL_FACING, Baseline
+from harness_cli.eval.gate import BASELINE_FILE, MODEL_FACING, Baseline, manifest, write
 from harness_cli.eval.runner import row
 from harness_cli.eval.stats import PairedDelta, paired_delta
 from harness_cli.eval.suites import resolve
@@ -133,6 +133,22 @@ def measure(
         shutil.rmtree(scratch, ignore_errors=True)
 
     return compare([resolve(s)[0] for s in suites], runs, before.trials, after.trials)
+
+
+def measure_for_mr(
+    suites: list[str], runs: int, worktree: Path, base_sha: str
+) -> tuple[BeforeAfter, str]:
+    """An improvement MR's figures (``improvement.patch_suggester`` is handed this by the
+    edge): ``suites`` before and after the worktree's change, and the before run written into
+    the worktree as the baseline its pipeline gates on (``harness eval --overlay . --baseline
+    FILE``). The baseline names the model-facing files as they were at ``base_sha``, so the
+    gate can tell an MR that changes what the model reads (which scripted evals cannot judge)
+    from a code-only one. Returns the figures and the baseline's path inside the worktree,
+    for the caller to commit."""
+    figures = measure(suites, runs, worktree)
+    baseline = replace(figures.baseline(suites), model_facing=manifest(worktree, base_sha))
+    write(worktree / BASELINE_FILE, baseline, inside=worktree)
+    return figures, BASELINE_FILE
 
 
 def compare(

@@ -56,15 +56,21 @@ log = logging.getLogger("harness.improvement.finalize")
 
 WITH_MR = frozenset({"open", "merged", "closed"})
 """An improvement MR exists (or existed) for the case: finalize never runs on it again."""
+MEASURE_EVAL = "measure_eval"
+"""The ``run.options`` key of the eval the improvement MR states (``patch_suggester.MeasureEval``):
+``harness finalize`` hands down ``eval.before_after.measure_for_mr``, since the eval is a tool
+beside the edge, which no layer imports."""
 
 
 @dataclass
 class Services:
-    """The outside services, built on first use (a ``--due`` run with nothing due builds none)."""
+    """The outside services, built on first use (a ``--due`` run with nothing due builds none),
+    and the eval the improvement MR states."""
 
     make_gitlab: Callable[[], GitLab]
     make_outbound: Callable[[], Outbound]
     make_runtime: Callable[[], Runtime]
+    measure_eval: patch_suggester.MeasureEval
 
     @cached_property
     def gitlab(self) -> GitLab:
@@ -79,12 +85,13 @@ class Services:
         return self.make_runtime()
 
     @classmethod
-    def through(cls, doors: Doors) -> Services:
-        """The run's doors (the model runtime among them)."""
+    def through(cls, doors: Doors, measure_eval: patch_suggester.MeasureEval) -> Services:
+        """The run's doors (the model runtime among them), and the eval the edge handed down."""
         return cls(
             make_gitlab=lambda: doors.forge,
             make_outbound=lambda: doors.out,
             make_runtime=lambda: doors.runtime,
+            measure_eval=measure_eval,
         )
 
 
@@ -150,9 +157,9 @@ def finalize_workflow(run: Run) -> Outcome:
     """The finalize workflow's entry for one case; an "already finalized" is DMed too when
     the run came from ``admin: finalize`` (a payload), whose author waits for an answer."""
     cfg = load_config()
-    done = finalize_case(cfg, run.case_id, Services.through(run.doors),
-                         thresholds_from(cfg.harness), notify=run.post,
-                         tell_skip=run.payload is not None)  # fmt: skip
+    services = Services.through(run.doors, run.options[MEASURE_EVAL])
+    done = finalize_case(cfg, run.case_id, services, thresholds_from(cfg.harness),
+                         notify=run.post, tell_skip=run.payload is not None)  # fmt: skip
     return summarize([done], due=False)
 
 
@@ -300,6 +307,7 @@ def _propose(
                 runtime=services.runtime,
                 gitlab=services.gitlab,
                 out=services.out,
+                measure_eval=services.measure_eval,
             )
         )
     except HarnessError as exc:

@@ -15,19 +15,17 @@ outside ``self_repo_paths`` is refused before anything is pushed.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harness_cli.config import Config
 from harness_cli.delivery import acceptance, mr, worktrees
 from harness_cli.delivery.commit import commit_all, head_sha, styled_message
 from harness_cli.delivery.push import recovery as push
 from harness_cli.errors import PolicyRefused, ServiceError
-from harness_cli.eval import gate
-from harness_cli.eval.before_after import measure
 from harness_cli.improvement.gap_patterns import ClusterRecord
 from harness_cli.improvement.gap_reports import GapReport
 from harness_cli.improvement.thresholds import ImprovementThresholds
@@ -48,6 +46,19 @@ STYLE_RETRIES = 2
 BODY_CHARS = 2000
 
 
+class MrFigures(Protocol):
+    """The eval figures an improvement MR states (``eval.before_after.BeforeAfter``)."""
+
+    def insert_into(self, description: str) -> str: ...
+
+
+MeasureEval = Callable[[list[str], int, Path, str], tuple[MrFigures, str]]
+"""The eval suites on the prompts and SOPs before and after a worktree's change (#18 point 4):
+(suites, runs, worktree, its base commit) → the figures, and the baseline file it wrote into the
+worktree for the MR's pipeline to gate on. The edge hands ``eval.before_after.measure_for_mr``
+down: the eval is a tool beside the edge, which no layer imports."""
+
+
 @dataclass
 class PatchJob:
     cfg: Config
@@ -59,6 +70,7 @@ class PatchJob:
     runtime: Runtime
     gitlab: GitLab
     out: Outbound
+    measure_eval: MeasureEval
     notes: list[str] = field(default_factory=list)
 
 
@@ -151,20 +163,15 @@ def suggest(job: PatchJob) -> Suggestion:
     return _submit(job, wt, meta, record, style, figures=figures)
 
 
-def _eval_figures(job: PatchJob, wt: worktrees.Worktree) -> Any:
+def _eval_figures(job: PatchJob, wt: worktrees.Worktree) -> MrFigures | None:
     """The eval suite on the prompts and SOPs before and after this change (#18 point 4)."""
     if not job.th.eval_suites:
         return None
 
-    figures = measure(list(job.th.eval_suites), job.th.eval_runs, wt.path)
-
-    # the MR's pipeline gates on the before run: `harness eval --overlay . --baseline FILE`
-    # …and names the model-facing files as they were, so the gate can tell an MR that changes
-    # what the model reads (which scripted evals cannot judge) from a code-only one
-    baseline = dataclasses.replace(figures.baseline(list(job.th.eval_suites)),
-                                   model_facing=gate.manifest(wt.path, wt.base_sha))  # fmt: skip
-    gate.write(wt.path / gate.BASELINE_FILE, baseline, inside=wt.path)
-    wt.git().run("add", "--", gate.BASELINE_FILE)
+    # the MR's pipeline gates on the before run, which the measure wrote into the worktree
+    suites = list(job.th.eval_suites)
+    figures, baseline = job.measure_eval(suites, job.th.eval_runs, wt.path, wt.base_sha)
+    wt.git().run("add", "--", baseline)
     commit_all(wt.path, f"Eval baseline of case {job.case.id} for the pipeline's eval step")
     return figures
 
@@ -286,7 +293,7 @@ def _submit(
     record: acceptance.AcceptanceRecord | None,
     style: str,
     *,
-    figures: Any = None,
+    figures: MrFigures | None = None,
 ) -> Suggestion:
     messages = [
         m.strip()

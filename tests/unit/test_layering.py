@@ -62,12 +62,7 @@ FLOORS: dict[str, tuple[str, ...]] = {
 RANK = {name: rank for rank, name in enumerate(FLOORS)}
 ROOM = {room: floor for floor, rooms in FLOORS.items() for room in rooms}
 
-KNOWN_DEBT: dict[tuple[str, str], str] = {
-    # Behaviour below its users (to move to the floor that owns it).
-    # The eval corpus schema and drivers still under investigation/ and improvement/ (#29 6).
-    ("improvement.patch_suggester", "eval.before_after"): "eval corpus not yet in eval/",
-    ("improvement.patch_suggester", "eval.gate"): "eval corpus not yet in eval/",
-}
+KNOWN_DEBT: dict[tuple[str, str], str] = {}
 """Imports that break the floors today, each with its reason. The list only shrinks: a new
 one fails the test below, and an entry that no longer happens fails it too (delete it)."""
 
