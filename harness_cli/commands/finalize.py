@@ -39,7 +39,7 @@ def finalize(
         raise InputError("--due takes no CASE or --payload", hint="harness finalize --due")
     outcomes = finalize_due(
         cfg,
-        Services.through(doors, measure_for_mr),
+        Services(doors, measure_for_mr),
         thresholds_from(cfg.harness),
         notify=not no_post,
         enter=lambda case_id: runner.running(Run("finalize", case_id, doors=doors)),

@@ -25,7 +25,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -64,35 +63,23 @@ beside the edge, which no layer imports."""
 
 @dataclass
 class Services:
-    """The outside services, built on first use (a ``--due`` run with nothing due builds none),
-    and the eval the improvement MR states."""
+    """The run's doors (each built on first use: a ``--due`` run with nothing due builds none),
+    and the eval the improvement MR states, handed down by the edge."""
 
-    make_gitlab: Callable[[], GitLab]
-    make_outbound: Callable[[], Outbound]
-    make_runtime: Callable[[], Runtime]
+    doors: Doors
     measure_eval: patch_suggester.MeasureEval
 
-    @cached_property
+    @property
     def gitlab(self) -> GitLab:
-        return self.make_gitlab()
+        return self.doors.forge
 
-    @cached_property
+    @property
     def out(self) -> Outbound:
-        return self.make_outbound()
+        return self.doors.out
 
-    @cached_property
+    @property
     def runtime(self) -> Runtime:
-        return self.make_runtime()
-
-    @classmethod
-    def through(cls, doors: Doors, measure_eval: patch_suggester.MeasureEval) -> Services:
-        """The run's doors (the model runtime among them), and the eval the edge handed down."""
-        return cls(
-            make_gitlab=lambda: doors.forge,
-            make_outbound=lambda: doors.out,
-            make_runtime=lambda: doors.runtime,
-            measure_eval=measure_eval,
-        )
+        return self.doors.runtime
 
 
 @dataclass
@@ -157,7 +144,7 @@ def finalize_workflow(run: Run) -> Outcome:
     """The finalize workflow's entry for one case; an "already finalized" is DMed too when
     the run came from ``admin: finalize`` (a payload), whose author waits for an answer."""
     cfg = load_config()
-    services = Services.through(run.doors, run.options[MEASURE_EVAL])
+    services = Services(run.doors, run.options[MEASURE_EVAL])
     done = finalize_case(cfg, run.case_id, services, thresholds_from(cfg.harness),
                          notify=run.post, tell_skip=run.payload is not None)  # fmt: skip
     return summarize([done], due=False)

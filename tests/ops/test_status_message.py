@@ -155,7 +155,10 @@ def test_a_failed_model_call_closes_nothing_itself_and_the_workflow_says_why(
     clock = Clock()
     runtime = ScriptedRuntime([tool("Read", "/c/TASK.md")], clock, stop="error")
     status = reporter(out, clock)
-    runner = CaseRunner(runtime, load_config(config_dir), tmp_path, status=status)
+    # The outage backoffs (5 s doubling to 60 s) are not waited for real: 135 s of the
+    # suite. The scripted clock stands still meanwhile, as it did while they were waited.
+    runner = CaseRunner(runtime, load_config(config_dir), tmp_path, status=status,
+                        sleep=lambda _seconds: None)  # fmt: skip
     with pytest.raises(ServiceError) as caught:
         runner("investigator", "look")
     status.failed(caught.value.message)
