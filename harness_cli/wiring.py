@@ -11,7 +11,6 @@ from harness_cli.agents.factory import configured_runtime
 from harness_cli.config import Config, load_config
 from harness_cli.dispatch.backends import (
     RunCommand,
-    choose_backend,
     use_ci_client,
     use_inline_runner,
 )
@@ -100,12 +99,7 @@ def local_context() -> Intake:
 
 
 def _intake(cfg: Config, client: Slack) -> Intake:
-    return Intake(
-        cfg=cfg,
-        doors=doors(cfg, client),
-        backend=choose_backend(cfg.harness.dispatch),
-        budget_seconds=cfg.harness.thresholds.poll_cycle_budget_seconds,
-    )
+    return Intake.through(cfg, doors(cfg, client))
 
 
 def gitlab() -> GitLab:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from harness_cli.config import Config
 from harness_cli.dispatch import dispatcher as dispatch
-from harness_cli.dispatch.backends import BackendName
+from harness_cli.dispatch.backends import BackendName, choose_backend
 from harness_cli.dispatch.payload import Payload, Trigger, idempotency_key
 from harness_cli.intake import pause
 from harness_cli.logs import event
@@ -86,6 +86,17 @@ class Intake:
     stop: threading.Event | None = None
     """Set when the run must end now (``listen`` got SIGTERM): a Retry-After wait ends at once
     and the message in hand is left in flight — the next poll-slack cycle takes it over."""
+
+    @classmethod
+    def through(cls, cfg: Config, doors: Doors) -> Intake:
+        """The context of an intake path, or of an admin command run by a workflow (a
+        followup's approval): the configured dispatch backend and the cycle's budget."""
+        return cls(
+            cfg=cfg,
+            doors=doors,
+            backend=choose_backend(cfg.harness.dispatch),
+            budget_seconds=cfg.harness.thresholds.poll_cycle_budget_seconds,
+        )
 
     @property
     def slack(self) -> Slack:

@@ -86,7 +86,7 @@ def followup_workflow(run: Run) -> Outcome:
         if run.payload.channel and run.payload.thread_ts:
             dm = cfg.harness.operator.self_dm_channel
             thread = Thread(run.payload.channel, run.payload.thread_ts, run.payload.channel == dm)
-    admin = Intake(cfg, run.doors, backend=choose_backend(cfg.harness.dispatch))
+    admin = Intake.through(cfg, run.doors)
     out = run.doors.out if run.post else None
     done = Followup(cfg, run.doors, out, admin).run(
         run.case_id, thread=thread, trigger_kind=kind, trigger_ts=ts
