@@ -17,7 +17,7 @@ import typer
 
 from harness_cli.commands import new_app
 from harness_cli.output import OPTIONS
-from harness_cli.sandbox.runner import MCP_CONFIG, Sandbox
+from harness_cli.sandbox.runner import MCP_CONFIG, Sandbox, Scenario
 from harness_cli.sandbox.runner import scenario as find_scenario
 
 app = new_app("Start the local emulators and the sandbox's production world (MCP servers).")
@@ -93,46 +93,17 @@ def sandbox(
     chosen = find_scenario(scenario)
     root = directory or Path(tempfile.mkdtemp(prefix="harness-sandbox-"))
     with Sandbox(root, chosen, github_enabled=github, with_world=world) as box:
-        env_path = box.write_env_file(env_file or root / "sandbox.env")
-        mcp = {}
-        if box.world is not None:
-            box.world.wait_ready()  # an operator's first call should find the servers up
-            mcp = {"mcp_config": str(root / MCP_CONFIG), "world_control": box.world.control_url}
-        if OPTIONS.json:
-            sys.stdout.write(
-                json.dumps({"env_file": str(env_path), "dir": str(root), "env": box.env(), **mcp})
-                + "\n"
-            )
-        else:
-            github_line = f"  GitHub    {box.github.api_url}\n" if box.github else ""
-            world_lines = (
-                f"  MCP world {box.world.control_url}/_control/ (servers: {mcp['mcp_config']})\n"
-                if box.world is not None
-                else ""
-            )
-            sys.stdout.write(
-                f"sandbox '{chosen.name}': {chosen.description}\n"
-                f"  Slack     {box.slack.url}/api/\n"
-                f"  GitLab    {box.gitlab.url}\n"
-                f"{github_line}"
-                f"  Anthropic {box.anthropic.url}\n"
-                f"  PagerDuty {box.pagerduty.url}\n"
-                f"  Jira      {box.jira.url}\n"
-                f"{world_lines}"
-                f"env file: source {env_path}\n"
-                "Ctrl-C or SIGTERM stops it; the final state goes to sandbox-state.json beside "
-                "it. `harness sandbox --help` lists the control API.\n"
-            )
-        sys.stdout.flush()
 
         def stop(signum: int, _frame: object) -> None:
             raise KeyboardInterrupt  # the same way out as Ctrl-C: state written, exit 0
 
         # SIGINT too, explicitly: a process started with SIGINT ignored (a background job of a
         # non-interactive shell, some test runners' workers) inherits that, and Python then
-        # never turns Ctrl-C into KeyboardInterrupt: the sandbox would run on.
+        # never turns Ctrl-C into KeyboardInterrupt: the sandbox would run on. Installed before the
+        # environment is printed: a caller may send it as soon as it reads that line.
         previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
+            _announce(box, chosen, root, env_file)
             deadline = None if run_for is None else time.monotonic() + run_for
             while deadline is None or time.monotonic() < deadline:
                 time.sleep(0.2)
@@ -142,3 +113,38 @@ def sandbox(
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             box.write_state(root / "sandbox-state.json")
+
+
+def _announce(box: Sandbox, chosen: Scenario, root: Path, env_file: Path | None) -> None:
+    """The environment that points harness at the emulators: one JSON line with ``--json``."""
+    env_path = box.write_env_file(env_file or root / "sandbox.env")
+    mcp = {}
+    if box.world is not None:
+        box.world.wait_ready()  # an operator's first call should find the servers up
+        mcp = {"mcp_config": str(root / MCP_CONFIG), "world_control": box.world.control_url}
+    if OPTIONS.json:
+        sys.stdout.write(
+            json.dumps({"env_file": str(env_path), "dir": str(root), "env": box.env(), **mcp})
+            + "\n"
+        )
+    else:
+        github_line = f"  GitHub    {box.github.api_url}\n" if box.github else ""
+        world_lines = (
+            f"  MCP world {box.world.control_url}/_control/ (servers: {mcp['mcp_config']})\n"
+            if box.world is not None
+            else ""
+        )
+        sys.stdout.write(
+            f"sandbox '{chosen.name}': {chosen.description}\n"
+            f"  Slack     {box.slack.url}/api/\n"
+            f"  GitLab    {box.gitlab.url}\n"
+            f"{github_line}"
+            f"  Anthropic {box.anthropic.url}\n"
+            f"  PagerDuty {box.pagerduty.url}\n"
+            f"  Jira      {box.jira.url}\n"
+            f"{world_lines}"
+            f"env file: source {env_path}\n"
+            "Ctrl-C or SIGTERM stops it; the final state goes to sandbox-state.json beside "
+            "it. `harness sandbox --help` lists the control API.\n"
+        )
+    sys.stdout.flush()
